@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// YYCache for Linux: a C core (CYYCache) with a Swift overlay (YYCache).
+import PackageDescription
+
+let package = Package(
+    name: "YYCache",
+    products: [
+        .library(name: "YYCache", targets: ["YYCache"]),
+        .library(name: "CYYCache", targets: ["CYYCache"]),
+    ],
+    targets: [
+        // The C core. Its public headers are the top-level include/ (module map included);
+        // CMakeLists.txt builds the same sources for C consumers.
+        .target(
+            name: "CYYCache",
+            path: ".",
+            sources: ["Sources/CYYCache"],
+            publicHeadersPath: "include",
+            cSettings: [
+                .define("_GNU_SOURCE"),
+                .define("YYC_BUILDING"),
+            ],
+            linkerSettings: [
+                .linkedLibrary("sqlite3"),
+                .linkedLibrary("md"),
+                .linkedLibrary("bsd"),
+                .linkedLibrary("pthread"),
+            ]
+        ),
+        .target(
+            name: "YYCache",
+            dependencies: ["CYYCache"],
+            path: "Sources/YYCache"
+        ),
+        .testTarget(
+            name: "YYCacheTests",
+            dependencies: ["YYCache", "CYYCache"],
+            path: "Tests/YYCacheTests"
+        ),
+    ],
+    cLanguageStandard: .c11
+)

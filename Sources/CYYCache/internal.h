@@ -1,0 +1,69 @@
+/*
+ * internal.h - declarations shared across the library's source files. Not API.
+ *
+ * Cross-file internals are named yyc__name; file-local helpers are static and unprefixed.
+ */
+#ifndef YYCACHE_INTERNAL_H
+#define YYCACHE_INTERNAL_H
+
+#include <yycache/yycache.h>
+
+#include <assert.h>
+#include <stdarg.h>
+
+/* Library-wide assertion for misuse: fails in debug builds, is checked in release builds by
+ * the caller's explicit `if`. */
+#define YYC__MISUSE(cond) (assert(!(cond)), (cond))
+
+/* ---- errors ---- */
+
+/* Records a failure in the calling thread's yyc_error (see yyc_last_error) and returns code.
+ * sqlite_code / sys_errno may be 0. The message is printf-formatted and must not contain keys
+ * or values. */
+int yyc__error(int code, int sqlite_code, int sys_errno, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Maps an errno from a failed system call to a status (ENOSPC/EFBIG/EDQUOT -> YYC_ENOSPC,
+ * EACCES/EPERM/EROFS -> YYC_EPERM, ENOMEM -> YYC_ENOMEM, ENOENT -> YYC_NOTFOUND,
+ * ENAMETOOLONG/EINVAL -> YYC_EINVAL, anything else -> YYC_EIO). */
+int yyc__status_from_errno(int err);
+
+/* ---- time ---- */
+
+/* Seconds on CLOCK_MONOTONIC. */
+double yyc__monotonic_now(void);
+
+/* ---- background worker ----
+ *
+ * One lazily started thread per process runs deferred jobs (value releases, background trims,
+ * trash emptying) in FIFO order and fires timers (auto-trim). Jobs carry an owner tag so that an
+ * object can wait for its own pending jobs before it is freed. */
+
+typedef void (*yyc__job_fn)(void *arg);
+
+/* Queues fn(arg) to run on the worker thread. Returns YYC_OK, or YYC_ENOMEM (then the job was
+ * not queued: the caller should run it inline). Thread-safe. */
+int yyc__worker_async(const void *owner, yyc__job_fn fn, void *arg);
+
+/* Returns once no job of owner is queued or running. Called on the worker thread itself (for
+ * example from a job that frees a cache), it runs owner's queued jobs inline instead of waiting.
+ * Jobs queued by other threads during the drain may or may not be waited for. Thread-safe. */
+void yyc__worker_drain(const void *owner);
+
+/* Whether the calling thread is the worker thread. */
+bool yyc__worker_is_current(void);
+
+typedef struct yyc__timer yyc__timer;
+
+/* A repeating timer whose fire(arg) runs on the worker thread every `interval` seconds, the first
+ * time one interval after creation. interval <= 0 or NaN pauses it. Returns YYC_OK, YYC_ENOMEM. */
+int yyc__timer_new(yyc__job_fn fire, void *arg, double interval, yyc__timer **out);
+
+/* Changes the interval; the next firing is rescheduled from now. Thread-safe. */
+void yyc__timer_set_interval(yyc__timer *t, double interval);
+
+/* Cancels the timer and frees it. If fire is running on the worker thread, waits for it to
+ * return (unless called from fire itself). NULL is fine. Thread-safe. */
+void yyc__timer_free(yyc__timer *t);
+
+#endif /* YYCACHE_INTERNAL_H */

@@ -1,0 +1,134 @@
+/*
+ * yycache/disk_cache.h - a thread-safe disk cache (YYDiskCache) over yyc_kv.
+ *
+ * A yyc_diskcache is a reference-counted object shared per canonical path within the process:
+ * yyc_diskcache_open() on a path that is already open returns the same core with one more
+ * reference (the lookup-or-create is atomic), and yyc_diskcache_release() drops one.
+ *
+ * Values up to inline_threshold bytes are stored inline in SQLite; larger ones go to
+ * data/<md5(key)> (or the name given by the file-name function). Threshold 0 stores everything
+ * in files, SIZE_MAX everything in SQLite.
+ *
+ * Limits (count, cost = bytes, age since last access, free disk space) are enforced only by the
+ * explicit trims and by the auto-trim, every auto_trim_interval seconds (default 60), in the
+ * order cost, count, age, free space - as YYDiskCache does. Limit setters treat negative
+ * values as 0; INT64_MAX (the default) means no limit; an age of DBL_MAX/+inf means no limit.
+ *
+ * Keys: NUL-terminated strings. An empty key: writes return YYC_EINVAL, reads YYC_NOTFOUND,
+ * removals YYC_OK. Values may be empty.
+ *
+ * Thread safety: every function is thread-safe (one mutex per core). No user callback runs while
+ * the mutex is held. Blocking: every call except the limit getters/setters may touch the disk.
+ * Errors: calls returning an error record details for yyc_last_error(). After
+ * yyc_diskcache_close every call returns YYC_ECLOSED (contains returns false).
+ */
+#ifndef YYCACHE_DISK_CACHE_H
+#define YYCACHE_DISK_CACHE_H
+
+#include "kv_storage.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct yyc_diskcache yyc_diskcache;
+
+/* Opens the disk cache at path (created if needed), or returns the core already open for the
+ * same canonical path (its threshold wins; the one given here is then ignored).
+ * Returns: YYC_OK, and the errors of yyc_kv_open.
+ * Ownership: path is copied; *out holds one reference, dropped with yyc_diskcache_release. */
+YYC_API int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache **out);
+
+/* Takes one more reference. Returns dc. */
+YYC_API yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc);
+
+/* Drops one reference; the last one stops the auto-trim, closes the storage and frees the core.
+ * NULL is fine. */
+YYC_API void yyc_diskcache_release(yyc_diskcache *dc);
+
+/* Closes the core for every holder: the storage is closed, the path is forgotten (a later open
+ * creates a new core), and every later call on this core returns YYC_ECLOSED. References stay
+ * valid until released. Idempotent. */
+YYC_API void yyc_diskcache_close(yyc_diskcache *dc);
+
+/* The canonical path (borrowed, valid while referenced) and the inline threshold. */
+YYC_API const char *yyc_diskcache_path(yyc_diskcache *dc);
+YYC_API size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc);
+
+/* Whether key has a value (no access-time update). false on error or after close. */
+YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
+
+/* Reads a value and refreshes its access time.
+ * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len == 0),
+ * YYC_NOTFOUND, errors. */
+YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len);
+
+/* Reads a value's extended data (no access-time update).
+ * Returns: YYC_OK (*out transferred; NULL/0 when the entry has none), YYC_NOTFOUND, errors. */
+YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,
+                                            size_t *out_len);
+
+/* Stores a value (NULL value with len 0 = an empty value) with optional extended data. Values
+ * above the threshold go to a file named by the file-name function, else md5(key).
+ * Returns: YYC_OK, YYC_EINVAL (empty key, invalid file name), and the errors of yyc_kv_save.
+ * Ownership: everything is copied. */
+YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                              const void *extended, size_t extended_len);
+
+/* The same with an explicit file name for this write (used when the value goes to a file; NULL
+ * or "" means md5(key)); overrides the core's file-name function. */
+YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
+                                            size_t len, const void *extended, size_t extended_len,
+                                            const char *filename);
+
+/* Computes a file name for key into out (at most 255 bytes plus NUL). Return false to use
+ * md5(key). Called without the core's lock held. */
+typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
+YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
+
+/* Removes one value / every value (fast path through trash/). Returns: YYC_OK, errors. */
+YYC_API int yyc_diskcache_remove(yyc_diskcache *dc, const char *key);
+YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
+
+/* Removes every value in batches, calling progress (may be NULL) between batches with the lock
+ * released; counts increase monotonically to (total, total). Returns: YYC_OK, errors. */
+YYC_API int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progress,
+                                              void *ctx);
+
+/* Number of entries and their total size in bytes (64-bit). Returns: YYC_OK, errors. */
+YYC_API int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out);
+YYC_API int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out);
+
+/* Explicit trims (synchronous). Count/cost 0 and age <= 0 remove everything; INT64_MAX and
+ * DBL_MAX do nothing. Returns: YYC_OK, errors. */
+YYC_API int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count);
+YYC_API int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost);
+YYC_API int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds);
+/* Evicts LRU entries until the file system holding the cache has at least `bytes` free
+ * (statvfs f_bavail * f_frsize). 0 does nothing. */
+YYC_API int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes);
+
+/* Core-wide settings (shared by every holder of the core). */
+YYC_API void yyc_diskcache_set_count_limit(yyc_diskcache *dc, int64_t limit);
+YYC_API int64_t yyc_diskcache_count_limit(yyc_diskcache *dc);
+YYC_API void yyc_diskcache_set_cost_limit(yyc_diskcache *dc, int64_t limit);
+YYC_API int64_t yyc_diskcache_cost_limit(yyc_diskcache *dc);
+YYC_API void yyc_diskcache_set_age_limit(yyc_diskcache *dc, double seconds);
+YYC_API double yyc_diskcache_age_limit(yyc_diskcache *dc);
+YYC_API void yyc_diskcache_set_free_disk_space_limit(yyc_diskcache *dc, int64_t bytes);
+YYC_API int64_t yyc_diskcache_free_disk_space_limit(yyc_diskcache *dc);
+/* Seconds between auto-trims (default 60); <= 0 or NaN pauses it. */
+YYC_API void yyc_diskcache_set_auto_trim_interval(yyc_diskcache *dc, double seconds);
+YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);
+YYC_API void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on);
+YYC_API bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc);
+YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx);
+/* The name (copied; NULL clears it) and a copy of it (transferred, yyc_free; NULL if none). */
+YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
+YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* YYCACHE_DISK_CACHE_H */

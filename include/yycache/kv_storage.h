@@ -1,0 +1,153 @@
+/*
+ * yycache/kv_storage.h - key/value storage on SQLite and files (YYKVStorage).
+ *
+ * A yyc_kv is an object. Constructor: yyc_kv_open(). Destructor: yyc_kv_close().
+ *
+ * Layout of a storage folder (a file-format contract, byte-compatible with YYKVStorage):
+ *   <path>/manifest.sqlite (+ -wal, -shm)   table `manifest`, WAL mode, synchronous=NORMAL
+ *   <path>/data/<filename>                  one file per value stored outside SQLite
+ *   <path>/trash/<UUID>/                    former data/ folders waiting to be deleted
+ *
+ * Keys are NUL-terminated strings (normally UTF-8; other bytes are stored as they are).
+ * An empty key makes writes fail with YYC_EINVAL; reads report YYC_NOTFOUND / false; removals
+ * do nothing and return YYC_OK. Values may be empty (0 bytes; stored and read back as empty).
+ *
+ * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
+ * Blocking: every call except yyc_kv_path/type may read or write the disk.
+ * Errors: a call returning an error status records details for yyc_last_error().
+ * Time: modification and access times are unix seconds from time(NULL).
+ */
+#ifndef YYCACHE_KV_STORAGE_H
+#define YYCACHE_KV_STORAGE_H
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct yyc_kv yyc_kv;
+
+typedef enum yyc_kv_type {
+    YYC_KV_FILE = 0,   /* every value in data/; a file name is required on save */
+    YYC_KV_SQLITE = 1, /* every value inline in the manifest; file names are ignored */
+    YYC_KV_MIXED = 2   /* per item: a file if a file name is given, else inline */
+} yyc_kv_type;
+
+/* One stored item. Items handed out by the library are allocated in one block per item and
+ * freed with yyc_kv_item_free (lists with yyc_kv_items_free). */
+typedef struct yyc_kv_item {
+    char *key;                 /* NUL-terminated */
+    void *value;               /* NULL in "info" results; may be NULL when value_len == 0 */
+    size_t value_len;
+    char *filename;            /* NULL when the value is inline */
+    int64_t size;              /* value length recorded in the manifest */
+    int64_t modification_time; /* unix seconds */
+    int64_t last_access_time;  /* unix seconds */
+    void *extended_data;       /* NULL when absent or empty */
+    size_t extended_len;
+} yyc_kv_item;
+
+/* Called with the details of every error and notable event (for example a corrupt manifest
+ * that was deleted and rebuilt: code YYC_ECORRUPT). Runs on the thread of the failing call;
+ * it must not call back into the same storage. */
+typedef void (*yyc_error_hook)(void *ctx, const yyc_error *e);
+
+/* Progress of a slow remove-all: removed so far, and the total at the start. */
+typedef void (*yyc_progress_fn)(void *ctx, int64_t removed, int64_t total);
+
+/* Opens (creating folders and manifest as needed) the storage at path. A manifest that is not a
+ * database or is corrupt (SQLITE_CORRUPT / SQLITE_NOTADB) is deleted and rebuilt, and the event
+ * is reported through the error hook and yyc_last_error (code YYC_ECORRUPT) - but the open
+ * succeeds. A busy or locked manifest is never deleted: the open fails with YYC_EBUSY and
+ * every file stays. Folders are created 0700, files 0600.
+ * Returns: YYC_OK, YYC_EINVAL (empty path, path too long, bad type), YYC_EIO, YYC_EPERM,
+ * YYC_ENOSPC, YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM.
+ * Ownership: path is copied; *out is transferred (close with yyc_kv_close). */
+YYC_API int yyc_kv_open(const char *path, yyc_kv_type type, yyc_kv **out);
+
+/* Finalizes every cached statement, then closes the database. NULL is fine. */
+YYC_API void yyc_kv_close(yyc_kv *kv);
+
+/* The path as given to yyc_kv_open (borrowed; valid until close), and the type. */
+YYC_API const char *yyc_kv_path(const yyc_kv *kv);
+YYC_API yyc_kv_type yyc_kv_type_of(const yyc_kv *kv);
+
+/* Error reporting: the hook (NULL to remove it) and whether errors are also printed to stderr
+ * (default false). */
+YYC_API void yyc_kv_set_error_hook(yyc_kv *kv, yyc_error_hook hook, void *ctx);
+YYC_API void yyc_kv_set_error_logs_enabled(yyc_kv *kv, bool on);
+YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
+
+/* Saves a value. With a filename (types FILE and MIXED) the value is written to a temporary
+ * file in data/ and renamed to data/<filename> before the manifest row points to it; inline
+ * saves delete the key's previous file. The file name must be a single path component:
+ * no '/', no NUL, not "." or "..", at most 255 bytes. Size is value_len; both times are now.
+ * value may be NULL only when value_len is 0. extended may be NULL.
+ * Returns: YYC_OK, YYC_EINVAL (empty key, bad file name, FILE type without a file name),
+ * YYC_ETOOBIG (value or extended data above SQLite's blob limit when inline), YYC_EIO,
+ * YYC_ENOSPC, YYC_EPERM, YYC_EBUSY, YYC_ESQLITE, YYC_ECLOSED (the database could not be
+ * reopened). Ownership: everything is copied. */
+YYC_API int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                        const char *filename, const void *extended, size_t extended_len);
+
+/* Removes one key (its file too). Returns: YYC_OK (also when absent), errors as above. */
+YYC_API int yyc_kv_remove(yyc_kv *kv, const char *key);
+/* Removes a list of keys (chunked below SQLite's variable limit). n == 0 is YYC_OK. */
+YYC_API int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n);
+/* Removes items whose size is larger than size. INT64_MAX: nothing; size <= 0: everything. */
+YYC_API int yyc_kv_remove_larger_than(yyc_kv *kv, int64_t size);
+/* Removes items last accessed strictly before time. time <= 0: nothing; INT64_MAX: all. */
+YYC_API int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t time);
+/* LRU eviction (oldest last_access_time first, ties by rowid) until the total size / count is
+ * at most the limit. INT64_MAX: nothing; <= 0: everything. */
+YYC_API int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size);
+YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
+/* Fast remove-all: close, delete the manifest files, move data/ to trash/<UUID>, reopen, and
+ * empty the trash on the background worker. */
+YYC_API int yyc_kv_remove_all(yyc_kv *kv);
+/* Slow remove-all: deletes rows and files in LRU batches of 32, calling progress (may be NULL)
+ * after each batch with monotonically increasing counts ending at (total, total). */
+YYC_API int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx);
+
+/* Gets a whole item (value included) and refreshes its access time. A row whose data file is
+ * missing is deleted and reported as YYC_NOTFOUND.
+ * Returns: YYC_OK (*out transferred, free with yyc_kv_item_free), YYC_NOTFOUND (*out = NULL),
+ * errors. */
+YYC_API int yyc_kv_get_item(yyc_kv *kv, const char *key, yyc_kv_item **out);
+/* Item metadata without the value; no access-time update, no file read. */
+YYC_API int yyc_kv_get_item_info(yyc_kv *kv, const char *key, yyc_kv_item **out);
+/* The value only; refreshes the access time only when a value was found.
+ * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len is 0),
+ * YYC_NOTFOUND, errors. */
+YYC_API int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_len);
+/* Several items (values included) in SQLite's order; missing keys are absent. Refreshes the
+ * access time of every requested key when at least one item was found.
+ * Returns: YYC_OK (*out_items may hold 0 items; free with yyc_kv_items_free), errors. */
+YYC_API int yyc_kv_get_items(yyc_kv *kv, const char *const *keys, size_t n,
+                             yyc_kv_item ***out_items, size_t *out_count);
+/* Several items without values; no access-time update. */
+YYC_API int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
+                                  yyc_kv_item ***out_items, size_t *out_count);
+
+/* Whether key has a row (no access-time update). Returns: YYC_OK, YYC_NOTFOUND, errors. */
+YYC_API int yyc_kv_exists(yyc_kv *kv, const char *key);
+/* Row count and sum of sizes (64-bit). Returns: YYC_OK, errors. */
+YYC_API int yyc_kv_count(yyc_kv *kv, int64_t *out);
+YYC_API int yyc_kv_size(yyc_kv *kv, int64_t *out);
+
+YYC_API void yyc_kv_item_free(yyc_kv_item *item);                  /* NULL is fine */
+YYC_API void yyc_kv_items_free(yyc_kv_item **items, size_t count); /* NULL is fine */
+
+/* Whether name is acceptable as a data file name (one path component, 1..255 bytes, no '/',
+ * no NUL, not "." or ".."). */
+YYC_API bool yyc_kv_filename_is_valid(const char *name);
+
+/* Writes md5(key) as 32 lowercase hex characters plus NUL into out. */
+YYC_API void yyc_kv_md5_filename(const char *key, char out[33]);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* YYCACHE_KV_STORAGE_H */

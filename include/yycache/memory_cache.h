@@ -1,0 +1,141 @@
+/*
+ * yycache/memory_cache.h - a thread-safe in-memory LRU cache (YYMemoryCache).
+ *
+ * Think of a yyc_memcache pointer as an object. Constructor: yyc_memcache_new().
+ * Destructor: yyc_memcache_free(). Every other function is a method.
+ *
+ * Keys are byte strings (any length, zero included; NUL bytes allowed) copied into the cache.
+ * Values are opaque pointers owned through the retain/release callbacks given at creation.
+ * Lookups, inserts and removals are O(1); entries live in a hash table threaded onto a doubly
+ * linked list in access order (head = most recently used).
+ *
+ * Limits (count, cost, age) are soft, as in YYMemoryCache: count eviction happens during set
+ * (one entry per set), cost eviction is deferred to the background worker, and an auto-trim
+ * runs every auto_trim_interval seconds (default 5) in the order cost, count, age.
+ *
+ * Thread safety: every function is thread-safe; each cache has one pthread mutex taken at the
+ * top of each call. No callback (retain excepted, see below) runs while the mutex is held, so a
+ * release callback or an event handler may call back into the same cache.
+ * Blocking: never touches disk. Trims may sleep 10 ms between lock attempts when contended.
+ * Misuse: a NULL cache returns YYC_EINVAL (or 0 / false / no-op for functions without status).
+ */
+#ifndef YYCACHE_MEMORY_CACHE_H
+#define YYCACHE_MEMORY_CACHE_H
+
+#include "status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct yyc_memcache yyc_memcache;
+
+/* How the cache owns values. A NULL callbacks pointer, or NULL members, means values are not
+ * owned (retain returns the value itself, release does nothing).
+ *
+ * retain runs under the cache's mutex (in get, so that the caller's reference cannot be
+ * released by a concurrent set: this closes YYCache's PR #153 use-after-free); it must be
+ * cheap and must not call into the cache. release never runs under the mutex. */
+typedef struct yyc_value_callbacks {
+    void *(*retain)(void *ctx, void *value); /* returns the retained value (usually value) */
+    void (*release)(void *ctx, void *value); /* drops one reference */
+    void *ctx;                               /* passed to both; owned by the caller */
+} yyc_value_callbacks;
+
+/* Creates a cache with YYMemoryCache's defaults: no count/cost/age limit, auto-trim every 5 s,
+ * remove-all on memory warning and on enter-background, asynchronous release.
+ * Returns: YYC_OK, YYC_EINVAL (out is NULL), YYC_ENOMEM.
+ * Ownership: *out is transferred to the caller (free with yyc_memcache_free); cb is copied. */
+YYC_API int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out);
+
+/* Cancels the auto-trim timer, removes every entry, waits until every value (including those
+ * handed to the background worker earlier) has been released, then frees the cache.
+ * NULL is fine. Must not be called while another thread still uses the cache. */
+YYC_API void yyc_memcache_free(yyc_memcache *c);
+
+/* Inserts or replaces the value for key and makes the entry the most recently used.
+ * The cache takes one reference to value (retain is called, under the lock). A replaced value
+ * is released per the release policy. If the total cost exceeds the cost limit a background
+ * trim is scheduled; if the count exceeds the count limit, the least recently used entry is
+ * evicted before returning (one entry per call). value may be NULL (stored as NULL).
+ * Total cost saturates at SIZE_MAX instead of wrapping.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, or NULL key with key_len > 0), YYC_ENOMEM.
+ * Ownership: key is copied; value is retained. */
+YYC_API int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value,
+                             size_t cost);
+
+/* Looks key up; on a hit the entry becomes the most recently used and its time is refreshed.
+ * Returns: YYC_OK (*out_value holds a reference retained under the lock and transferred to the
+ * caller, who must release it), YYC_NOTFOUND (*out_value = NULL), YYC_EINVAL.
+ * Ownership: key is borrowed. */
+YYC_API int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value);
+
+/* Whether key has an entry. Does not change LRU order or the entry's time.
+ * Returns: true or false (false for a NULL cache). */
+YYC_API bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len);
+
+/* Removes key's entry, releasing the value per the release policy.
+ * Returns: YYC_OK (also when the key was absent), YYC_EINVAL. */
+YYC_API int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len);
+
+/* Removes every entry; the values are released per the release policy. */
+YYC_API void yyc_memcache_remove_all(yyc_memcache *c);
+
+/* Number of entries, and the sum of their costs (saturating at SIZE_MAX). 0 for NULL. */
+YYC_API size_t yyc_memcache_total_count(yyc_memcache *c);
+YYC_API size_t yyc_memcache_total_cost(yyc_memcache *c);
+
+/* Limits. SIZE_MAX (the default) means no limit for count and cost; an age of DBL_MAX or
+ * +infinity (the default is DBL_MAX) means no limit; age is seconds since last access or set,
+ * measured on CLOCK_MONOTONIC. A NaN age is treated as no limit. Getters return the defaults
+ * for a NULL cache. */
+YYC_API void yyc_memcache_set_count_limit(yyc_memcache *c, size_t limit);
+YYC_API size_t yyc_memcache_count_limit(yyc_memcache *c);
+YYC_API void yyc_memcache_set_cost_limit(yyc_memcache *c, size_t limit);
+YYC_API size_t yyc_memcache_cost_limit(yyc_memcache *c);
+YYC_API void yyc_memcache_set_age_limit(yyc_memcache *c, double seconds);
+YYC_API double yyc_memcache_age_limit(yyc_memcache *c);
+
+/* Seconds between background trims (default 5). A value <= 0 or NaN pauses the auto-trim (it
+ * never spins); a change takes effect at once. */
+YYC_API void yyc_memcache_set_auto_trim_interval(yyc_memcache *c, double seconds);
+YYC_API double yyc_memcache_auto_trim_interval(yyc_memcache *c);
+
+/* Release policy. true (default): removed, replaced, evicted and trimmed values are released
+ * on the library's background worker thread. false: they are released on the calling thread
+ * before the call returns (after the mutex is unlocked). Values evicted by a background trim
+ * are always released on the worker thread. */
+YYC_API void yyc_memcache_set_release_asynchronously(yyc_memcache *c, bool async);
+YYC_API bool yyc_memcache_release_asynchronously(yyc_memcache *c);
+
+/* Evicts least recently used entries until the count / cost is at most the target, or every
+ * entry older than `seconds` (since last access). A target of 0 (seconds <= 0 for age) removes
+ * everything. Runs on the caller's thread with YYMemoryCache's trylock loop: one eviction per
+ * lock acquisition, sleeping 10 ms when the lock is contended, so other threads interleave.
+ * Evicted values are released per the release policy. */
+YYC_API void yyc_memcache_trim_to_count(yyc_memcache *c, size_t count);
+YYC_API void yyc_memcache_trim_to_cost(yyc_memcache *c, size_t cost);
+YYC_API void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds);
+
+/* Event handlers (the Linux substitute for UIKit's notifications).
+ * handle_memory_warning: calls the memory-warning handler (if set) on the calling thread,
+ * then removes every entry if should_remove_all_on_memory_warning (default true). Same for
+ * handle_enter_background with its own handler and flag (default true). The handlers run with
+ * no lock held and may call into the cache. */
+typedef void (*yyc_memcache_event_fn)(yyc_memcache *c, void *ctx);
+YYC_API void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
+                                                     void *ctx);
+YYC_API void yyc_memcache_set_enter_background_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
+                                                       void *ctx);
+YYC_API void yyc_memcache_set_remove_all_on_memory_warning(yyc_memcache *c, bool on);
+YYC_API bool yyc_memcache_remove_all_on_memory_warning(yyc_memcache *c);
+YYC_API void yyc_memcache_set_remove_all_on_enter_background(yyc_memcache *c, bool on);
+YYC_API bool yyc_memcache_remove_all_on_enter_background(yyc_memcache *c);
+YYC_API void yyc_memcache_handle_memory_warning(yyc_memcache *c);
+YYC_API void yyc_memcache_handle_enter_background(yyc_memcache *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* YYCACHE_MEMORY_CACHE_H */

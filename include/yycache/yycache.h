@@ -1,0 +1,16 @@
+/*
+ * yycache/yycache.h - umbrella header of the YYCache C library.
+ *
+ * Anything not declared in include/yycache/*.h is not API and may change without notice.
+ * Compiles on its own as C99 and as C++.
+ */
+#ifndef YYCACHE_YYCACHE_H
+#define YYCACHE_YYCACHE_H
+
+#include "status.h"
+#include "memory_cache.h"
+#include "kv_storage.h"
+#include "disk_cache.h"
+#include "cache.h"
+
+#endif /* YYCACHE_YYCACHE_H */
