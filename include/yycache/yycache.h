@@ -1,7 +1,7 @@
 /*
  * yycache/yycache.h - umbrella header of the YYCache C library.
  *
- * Anything not declared in include/yycache/*.h is not API and may change without notice.
+ * Anything not declared in the headers in include/yycache/ is not API and may change without notice.
  * Compiles on its own as C99 and as C++.
  */
 #ifndef YYCACHE_YYCACHE_H
