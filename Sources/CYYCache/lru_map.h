@@ -1,0 +1,145 @@
+/*
+ * lru_map.h - hash-indexed doubly linked LRU list (private; not API).
+ *
+ * A chained hash table with a seeded 64-bit hash (wyhash style) whose nodes are also threaded
+ * onto an intrusive doubly linked list in access order: head = most recently used, tail = least
+ * recently used. One allocation per entry: the node with the key bytes inline. Keys are
+ * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes).
+ * Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles (and halves) with
+ * the entry count, amortized O(1).
+ *
+ * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
+ * (keyed by SQL text; value = the sqlite3_stmt).
+ *
+ * Thread safety: none. No function locks; the caller holds the owner's lock around every call,
+ * including reads (find, count, iteration).
+ * Ownership: the map owns its nodes and its bucket array; it never touches the values (they are
+ * opaque pointers owned by the caller). A node returned by unlink / pop_tail / detach_all is
+ * owned by the caller, who frees it with yyc__lru_node_free (after using its value).
+ *
+ * Typical use (statement cache):
+ *
+ *     yyc__lru_map map;
+ *     yyc__lru_map_init(&map);
+ *     yyc__lru_node *n = yyc__lru_map_find(&map, sql, len);
+ *     if (n) yyc__lru_map_move_to_head(&map, n);
+ *     else if (!(n = yyc__lru_map_insert(&map, sql, len, stmt, 0, 0.0))) ...ENOMEM...
+ *     for (n = map.head; n; n = n->next) finalize(n->value);   // walk MRU -> LRU
+ *     yyc__lru_map_destroy(&map);                              // frees nodes, not values
+ */
+#ifndef YYCACHE_LRU_MAP_H
+#define YYCACHE_LRU_MAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One entry. 56 bytes + key on LP64. The list links and the chain link belong to the map: read
+ * them (to iterate: n = map.head; n; n = n->next), never write them. value, time and the key
+ * bytes may be read; value and time may be written by the caller (the map never reads them).
+ * Change cost only through yyc__lru_map_set_cost so that the total stays right. */
+typedef struct yyc__lru_node {
+    struct yyc__lru_node *prev;  /* toward the head (more recent); NULL at the head */
+    struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
+    struct yyc__lru_node *chain; /* next node in the same bucket; NULL at the chain's end */
+    void *value;                 /* opaque, owned by the caller */
+    size_t cost;                 /* counted in the map's total cost */
+    double time;                 /* caller's timestamp (memory cache: monotonic seconds) */
+    uint32_t hash;               /* low 32 bits of the key's seeded hash */
+    uint32_t key_len;            /* bytes in key */
+    unsigned char key[];         /* the key, copied; not NUL-terminated */
+} yyc__lru_node;
+
+/* The map. Embed it in the owner (no allocation until the first insert).
+ *
+ * Invariants (checked by yyc__lru_map_check in test builds):
+ *   - buckets is NULL and mask is 0 iff the map has never held an entry since init or since
+ *     detach_all; otherwise buckets has mask + 1 slots, a power of two >= YYC__LRU_MIN_BUCKETS.
+ *   - every node is in exactly one bucket chain, the one at index (node->hash & mask), and on
+ *     the LRU list exactly once; no other node is in either.
+ *   - head->prev == NULL, tail->next == NULL, and for every node n: n->next->prev == n and
+ *     n->prev->next == n when those neighbours exist; head == NULL iff tail == NULL iff
+ *     count == 0.
+ *   - count is the number of nodes; no two nodes have equal keys.
+ *   - the exact sum of the nodes' costs is cost_hi * 2^(bits of size_t) + cost_lo (so removals
+ *     stay exact after the sum passes SIZE_MAX); yyc__lru_map_total_cost saturates it.
+ *   - time order is the caller's business: the map never compares times. */
+typedef struct yyc__lru_map {
+    yyc__lru_node **buckets; /* chain heads; NULL until the first insert */
+    size_t mask;             /* bucket count - 1 (0 while buckets is NULL) */
+    size_t count;            /* number of entries */
+    size_t cost_lo;          /* low word of the exact cost sum */
+    size_t cost_hi;          /* carries out of cost_lo */
+    yyc__lru_node *head;     /* most recently used, NULL when empty */
+    yyc__lru_node *tail;     /* least recently used, NULL when empty */
+    uint64_t seed;           /* per-map hash seed from arc4random_buf */
+} yyc__lru_map;
+
+#define YYC__LRU_MIN_BUCKETS 16u
+
+/* Makes an empty map with a fresh random seed. Cannot fail (allocates nothing). */
+void yyc__lru_map_init(yyc__lru_map *m);
+
+/* Frees every node and the bucket array; the values are not touched (walk the list first to
+ * release them). The map is left empty and reusable, as after init. */
+void yyc__lru_map_destroy(yyc__lru_map *m);
+
+/* The node holding key, or NULL. Does not change the LRU order. */
+yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t key_len);
+
+/* Inserts a new node at the head with the given value, cost and time; key is copied.
+ * Precondition: key is not in the map (use find first, or find_or_insert).
+ * Returns the node, or NULL if memory ran out or key_len > UINT32_MAX (the map is unchanged). */
+yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
+                                   size_t cost, double time);
+
+/* Finds key, or inserts a new node for it at the head (value NULL, cost 0, time 0), hashing
+ * the key once. *inserted tells which happened. An existing node is not moved.
+ * Returns the node, or NULL (memory ran out or key too long; the map is unchanged). */
+yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, size_t key_len,
+                                           bool *inserted);
+
+/* Makes node the most recently used (a no-op if it is already the head). */
+void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *node);
+
+/* Changes node's cost, keeping the total exact. */
+void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *node, size_t cost);
+
+/* Removes node from the table and the list and updates the totals. The node is not freed: it
+ * now belongs to the caller (free it with yyc__lru_node_free). Its prev/chain links are
+ * garbage; its next link is NULL (so the caller may chain detached nodes through next). */
+void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *node);
+
+/* unlink + yyc__lru_node_free (the value is not touched). */
+void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *node);
+
+/* Unlinks and returns the least recently used node (owned by the caller), or NULL if empty. */
+yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
+
+/* Empties the map in O(1): returns the former list (head first, linked through next, ending in
+ * NULL; owned by the caller, free each node with yyc__lru_node_free) and stores the former
+ * bucket array in *out_table (owned by the caller, free it with free(); may be NULL). The map
+ * is left as after init but keeps its seed. */
+yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table);
+
+/* Frees a node that is not in any map. NULL is fine. */
+void yyc__lru_node_free(yyc__lru_node *node);
+
+/* Number of entries. */
+static inline size_t yyc__lru_map_count(const yyc__lru_map *m) { return m->count; }
+
+/* Sum of the entries' costs, saturated at SIZE_MAX. */
+static inline size_t yyc__lru_map_total_cost(const yyc__lru_map *m) {
+    return m->cost_hi ? SIZE_MAX : m->cost_lo;
+}
+
+/* The seeded hash used by the map (exposed for tests and benchmarks). */
+uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed);
+
+#ifdef YYC_TESTING
+/* Checks every invariant above, walking the whole list and table (O(n)). Returns true if they
+ * all hold; otherwise prints the first broken one to stderr and returns false. */
+bool yyc__lru_map_check(const yyc__lru_map *m);
+#endif
+
+#endif /* YYCACHE_LRU_MAP_H */
