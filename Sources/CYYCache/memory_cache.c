@@ -1,0 +1,570 @@
+/*
+ * memory_cache.c - thread-safe in-memory LRU cache (YYMemoryCache) over lru_map.
+ *
+ * One mutex per cache guards everything below. User code (release callbacks, event handlers)
+ * never runs under it; only the retain callback does (see memory_cache.h). Removed values go
+ * either to a local list released after unlocking (synchronous policy) or to the cache's
+ * "garbage" (asynchronous policy): detached nodes chained through node->next plus replaced
+ * values in a small array, drained by one release job on the background worker. Jobs are
+ * coalesced: at most one release job and one cost-trim job are queued per cache at a time.
+ */
+#include "internal.h"
+#include "lru_map.h"
+
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Invariants (under lock):
+ *   - map holds every entry; each node's value was returned by cb.retain (or is NULL).
+ *   - garbage_head..garbage_tail (chained through next, tail->next == NULL) and garbage_vals
+ *     hold values detached but not yet released; release_pending is true iff a release job is
+ *     queued or about to be queued, and that job will take everything found in the garbage.
+ *   - cost_trim_pending is true while a cost-trim job is queued (cleared when it starts).
+ *   - cb and timer never change after yyc_memcache_new, so they may be read without the lock. */
+struct yyc_memcache {
+    pthread_mutex_t lock;
+    yyc__lru_map map;
+    size_t count_limit;
+    size_t cost_limit;
+    double age_limit;
+    double auto_trim_interval;
+    bool release_async;
+    bool remove_all_on_memory_warning;
+    bool remove_all_on_enter_background;
+    bool release_pending;
+    bool cost_trim_pending;
+    yyc__lru_node *garbage_head;
+    yyc__lru_node *garbage_tail;
+    void **garbage_vals;
+    size_t garbage_nvals;
+    size_t garbage_cap;
+    yyc_memcache_event_fn memory_warning_fn;
+    void *memory_warning_ctx;
+    yyc_memcache_event_fn enter_background_fn;
+    void *enter_background_ctx;
+    yyc_value_callbacks cb;
+    yyc__timer *timer;
+#ifdef YYC_TESTING
+    atomic_uint auto_trim_fires;
+#endif
+};
+
+/* --- private prototypes --- */
+
+static void lock(yyc_memcache *c);
+static void unlock(yyc_memcache *c);
+static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail);
+static int stash_value_locked(yyc_memcache *c, void *value);
+static void schedule_release(yyc_memcache *c);
+static void release_job(void *arg);
+static void release_list(yyc_memcache *c, yyc__lru_node *list);
+static void release_value(yyc_memcache *c, void *value);
+static void cost_trim_job(void *arg);
+static void auto_trim_fire(void *arg);
+
+typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
+static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
+
+#ifdef YYC_TESTING
+bool yyc__memcache_check(yyc_memcache *c);
+unsigned yyc__memcache_auto_trim_fires(yyc_memcache *c);
+#endif
+
+/* --- locking --- */
+
+static void lock(yyc_memcache *c) {
+    int rc = pthread_mutex_lock(&c->lock);
+    assert(rc == 0);
+    (void)rc;
+}
+
+static void unlock(yyc_memcache *c) {
+    int rc = pthread_mutex_unlock(&c->lock);
+    assert(rc == 0);
+    (void)rc;
+}
+
+/* --- releasing values --- */
+
+static void release_value(yyc_memcache *c, void *value) {
+    if (value && c->cb.release) c->cb.release(c->cb.ctx, value);
+}
+
+/* Releases every value of a detached list (chained through next) and frees the nodes. */
+static void release_list(yyc_memcache *c, yyc__lru_node *list) {
+    while (list) {
+        yyc__lru_node *next = list->next;
+        void *value = list->value;
+        yyc__lru_node_free(list);
+        release_value(c, value);
+        list = next;
+    }
+}
+
+/* Appends a detached list to the garbage. Returns true if the caller must schedule the release
+ * job after unlocking. */
+static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail) {
+    if (!head) return false;
+    if (c->garbage_tail) c->garbage_tail->next = head;
+    else c->garbage_head = head;
+    c->garbage_tail = tail;
+    if (c->release_pending) return false;
+    c->release_pending = true;
+    return true;
+}
+
+/* Adds a replaced value to the garbage. Returns 1 if the caller must schedule the release job,
+ * 0 if nothing more is needed, -1 if memory ran out (the caller releases the value itself after
+ * unlocking). */
+static int stash_value_locked(yyc_memcache *c, void *value) {
+    if (!value) return 0;
+    if (c->garbage_nvals == c->garbage_cap) {
+        size_t cap = c->garbage_cap ? c->garbage_cap * 2 : 16;
+        void **vals = realloc(c->garbage_vals, cap * sizeof *vals);
+        if (!vals) return -1;
+        c->garbage_vals = vals;
+        c->garbage_cap = cap;
+    }
+    c->garbage_vals[c->garbage_nvals++] = value;
+    if (c->release_pending) return 0;
+    c->release_pending = true;
+    return 1;
+}
+
+/* Queues the release job (called without the lock, after a stash asked for it). If the worker
+ * cannot take it, the job runs right here. */
+static void schedule_release(yyc_memcache *c) {
+    if (yyc__worker_async(c, release_job, c) != YYC_OK) release_job(c);
+}
+
+/* Takes the whole garbage under the lock, then releases it with no lock held. */
+static void release_job(void *arg) {
+    yyc_memcache *c = arg;
+    lock(c);
+    yyc__lru_node *list = c->garbage_head;
+    void **vals = c->garbage_vals;
+    size_t nvals = c->garbage_nvals;
+    c->garbage_head = c->garbage_tail = NULL;
+    c->garbage_vals = NULL;
+    c->garbage_nvals = c->garbage_cap = 0;
+    c->release_pending = false;
+    unlock(c);
+    release_list(c, list);
+    for (size_t i = 0; i < nvals; i++) release_value(c, vals[i]);
+    free(vals);
+}
+
+/* --- construction --- */
+
+int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
+    if (!out) return YYC_EINVAL;
+    *out = NULL;
+    yyc_memcache *c = calloc(1, sizeof *c);
+    if (!c) return YYC_ENOMEM;
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+#ifndef NDEBUG
+    /* Debug builds catch relocking and foreign unlocks (asserted in lock/unlock). */
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+#endif
+    int rc = pthread_mutex_init(&c->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    if (rc != 0) {
+        free(c);
+        return YYC_ENOMEM;
+    }
+    yyc__lru_map_init(&c->map);
+    c->count_limit = SIZE_MAX;
+    c->cost_limit = SIZE_MAX;
+    c->age_limit = DBL_MAX;
+    c->auto_trim_interval = 5.0;
+    c->release_async = true;
+    c->remove_all_on_memory_warning = true;
+    c->remove_all_on_enter_background = true;
+    if (cb) c->cb = *cb;
+    /* Last: the timer may fire (on the worker) as soon as it exists. */
+    if (yyc__timer_new(auto_trim_fire, c, c->auto_trim_interval, &c->timer) != YYC_OK) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return YYC_ENOMEM;
+    }
+    *out = c;
+    return YYC_OK;
+}
+
+void yyc_memcache_free(yyc_memcache *c) {
+    if (!c) return;
+    yyc__timer_free(c->timer); /* waits for a running auto-trim */
+    c->timer = NULL;
+    yyc_memcache_remove_all(c);
+    yyc__worker_drain(c); /* queued cost trims and release jobs (run inline on the worker) */
+    /* Anything stashed after the drain looked (a release callback that re-entered the cache)
+     * is released here. */
+    for (;;) {
+        lock(c);
+        bool empty = !c->garbage_head && c->garbage_nvals == 0 && yyc__lru_map_count(&c->map) == 0;
+        unlock(c);
+        if (empty) break;
+        yyc_memcache_remove_all(c);
+        yyc__worker_drain(c);
+        release_job(c);
+    }
+    free(c->garbage_vals);
+    yyc__lru_map_destroy(&c->map);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+/* --- entries --- */
+
+int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
+    if (!c || (!key && key_len > 0)) return YYC_EINVAL;
+    yyc__lru_node *evicted = NULL;
+    void *old = NULL;
+    bool queue_release = false, queue_trim = false;
+    double now = yyc__monotonic_now();
+
+    lock(c);
+    bool inserted;
+    yyc__lru_node *n = yyc__lru_map_find_or_insert(&c->map, key, key_len, &inserted);
+    if (!n) {
+        unlock(c);
+        return YYC_ENOMEM;
+    }
+    if (!inserted) old = n->value;
+    n->value = (value && c->cb.retain) ? c->cb.retain(c->cb.ctx, value) : value;
+    n->time = now;
+    yyc__lru_map_set_cost(&c->map, n, cost);
+    yyc__lru_map_move_to_head(&c->map, n);
+    if (yyc__lru_map_total_cost(&c->map) > c->cost_limit && !c->cost_trim_pending) {
+        c->cost_trim_pending = true;
+        queue_trim = true;
+    }
+    if (yyc__lru_map_count(&c->map) > c->count_limit) evicted = yyc__lru_map_pop_tail(&c->map);
+    if (c->release_async) {
+        if (old) {
+            int s = stash_value_locked(c, old);
+            if (s >= 0) old = NULL; /* else released inline below */
+            queue_release |= (s == 1);
+        }
+        if (evicted) {
+            queue_release |= stash_list_locked(c, evicted, evicted);
+            evicted = NULL;
+        }
+    }
+    unlock(c);
+
+    if (queue_trim && yyc__worker_async(c, cost_trim_job, c) != YYC_OK) {
+        lock(c);
+        c->cost_trim_pending = false; /* the auto-trim will catch up */
+        unlock(c);
+    }
+    if (queue_release) schedule_release(c);
+    release_value(c, old);
+    release_list(c, evicted);
+    return YYC_OK;
+}
+
+int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value) {
+    if (out_value) *out_value = NULL;
+    if (!c || !out_value || (!key && key_len > 0)) return YYC_EINVAL;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (!n) {
+        unlock(c);
+        return YYC_NOTFOUND;
+    }
+    n->time = yyc__monotonic_now();
+    yyc__lru_map_move_to_head(&c->map, n);
+    void *v = n->value;
+    /* Retained under the lock: a concurrent set cannot release it first (YYCache PR #153). */
+    if (v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
+    unlock(c);
+    *out_value = v;
+    return YYC_OK;
+}
+
+bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len) {
+    if (!c || (!key && key_len > 0)) return false;
+    lock(c);
+    bool found = yyc__lru_map_find(&c->map, key, key_len) != NULL;
+    unlock(c);
+    return found;
+}
+
+int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
+    if (!c || (!key && key_len > 0)) return YYC_EINVAL;
+    bool queue_release = false;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (n) {
+        yyc__lru_map_unlink(&c->map, n);
+        if (c->release_async) {
+            queue_release = stash_list_locked(c, n, n);
+            n = NULL;
+        }
+    }
+    unlock(c);
+    if (queue_release) schedule_release(c);
+    release_list(c, n);
+    return YYC_OK;
+}
+
+/* Detaches every entry in O(1). With async release the list joins the garbage (*out_list is
+ * NULL); otherwise the caller releases *out_list after unlocking. The old bucket array is
+ * returned in *out_table for the caller to free after unlocking. Returns whether the release
+ * job must be scheduled. */
+static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
+                              void **out_table) {
+    yyc__lru_node *tail = c->map.tail;
+    yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
+    *out_list = NULL;
+    if (async) return stash_list_locked(c, list, tail);
+    *out_list = list;
+    return false;
+}
+
+void yyc_memcache_remove_all(yyc_memcache *c) {
+    if (!c) return;
+    yyc__lru_node *list;
+    void *table;
+    lock(c);
+    bool queue_release = detach_all_locked(c, c->release_async, &list, &table);
+    unlock(c);
+    free(table);
+    if (queue_release) schedule_release(c);
+    release_list(c, list);
+}
+
+/* --- totals and limits --- */
+
+size_t yyc_memcache_total_count(yyc_memcache *c) {
+    if (!c) return 0;
+    lock(c);
+    size_t n = yyc__lru_map_count(&c->map);
+    unlock(c);
+    return n;
+}
+
+size_t yyc_memcache_total_cost(yyc_memcache *c) {
+    if (!c) return 0;
+    lock(c);
+    size_t n = yyc__lru_map_total_cost(&c->map);
+    unlock(c);
+    return n;
+}
+
+#define ACCESSORS(name, type, field, null_value)                                             \
+    void yyc_memcache_set_##name(yyc_memcache *c, type v) {                                  \
+        if (!c) return;                                                                      \
+        lock(c);                                                                             \
+        c->field = v;                                                                        \
+        unlock(c);                                                                           \
+    }                                                                                        \
+    type yyc_memcache_##name(yyc_memcache *c) {                                              \
+        if (!c) return null_value;                                                           \
+        lock(c);                                                                             \
+        type v = c->field;                                                                   \
+        unlock(c);                                                                           \
+        return v;                                                                            \
+    }
+
+ACCESSORS(count_limit, size_t, count_limit, SIZE_MAX)
+ACCESSORS(cost_limit, size_t, cost_limit, SIZE_MAX)
+ACCESSORS(age_limit, double, age_limit, DBL_MAX)
+ACCESSORS(release_asynchronously, bool, release_async, true)
+ACCESSORS(remove_all_on_memory_warning, bool, remove_all_on_memory_warning, true)
+ACCESSORS(remove_all_on_enter_background, bool, remove_all_on_enter_background, true)
+
+#undef ACCESSORS
+
+void yyc_memcache_set_auto_trim_interval(yyc_memcache *c, double seconds) {
+    if (!c) return;
+    lock(c);
+    c->auto_trim_interval = seconds;
+    /* Under our lock so the timer's interval always matches the stored one. Lock order:
+     * cache, then worker (the worker never takes a cache lock while holding its own). */
+    yyc__timer_set_interval(c->timer, seconds);
+    unlock(c);
+}
+
+double yyc_memcache_auto_trim_interval(yyc_memcache *c) {
+    if (!c) return 5.0;
+    lock(c);
+    double v = c->auto_trim_interval;
+    unlock(c);
+    return v;
+}
+
+/* --- trims --- */
+
+/* Whether the cache is over the limit (under lock). For age, now is fixed by the caller. */
+static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, double age,
+                              double now) {
+    switch (kind) {
+    case TRIM_COUNT: return yyc__lru_map_count(&c->map) > limit;
+    case TRIM_COST: return yyc__lru_map_total_cost(&c->map) > limit;
+    case TRIM_AGE: return c->map.tail && now - c->map.tail->time > age; /* false for NaN */
+    }
+    return false;
+}
+
+/* YYMemoryCache's trim (spec 3.4): a zero limit removes everything; otherwise evict the tail,
+ * one node per lock acquisition, sleeping 10 ms when the lock is contended. on_worker: called
+ * from the worker (auto-trim, deferred cost trim), so evicted values are released right here;
+ * otherwise they follow the release policy. */
+static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker) {
+    double now = kind == TRIM_AGE ? yyc__monotonic_now() : 0.0;
+    bool zero = kind == TRIM_AGE ? age <= 0 : limit == 0;
+    bool queue_release = false;
+    yyc__lru_node *list = NULL, *tail = NULL;
+
+    lock(c);
+    bool async = c->release_async && !on_worker;
+    if (zero) {
+        void *table;
+        queue_release = detach_all_locked(c, async, &list, &table);
+        unlock(c);
+        free(table);
+        if (queue_release) schedule_release(c);
+        release_list(c, list);
+        return;
+    }
+    bool over = over_limit_locked(c, kind, limit, age, now);
+    unlock(c);
+    if (!over) return;
+
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    for (;;) {
+        if (pthread_mutex_trylock(&c->lock) == 0) {
+            bool finished = !over_limit_locked(c, kind, limit, age, now);
+            if (!finished) {
+                yyc__lru_node *n = yyc__lru_map_pop_tail(&c->map);
+                if (tail) tail->next = n;
+                else list = n;
+                tail = n;
+            } else {
+                async = c->release_async && !on_worker;
+                if (async) {
+                    queue_release = stash_list_locked(c, list, tail);
+                    list = NULL;
+                }
+            }
+            unlock(c);
+            if (finished) break;
+        } else {
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (queue_release) schedule_release(c);
+    release_list(c, list);
+}
+
+void yyc_memcache_trim_to_count(yyc_memcache *c, size_t count) {
+    if (!c) return;
+    trim(c, TRIM_COUNT, count, 0.0, false);
+}
+
+void yyc_memcache_trim_to_cost(yyc_memcache *c, size_t cost) {
+    if (!c) return;
+    trim(c, TRIM_COST, cost, 0.0, false);
+}
+
+void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds) {
+    if (!c) return;
+    trim(c, TRIM_AGE, 0, seconds, false);
+}
+
+/* The deferred cost trim queued by set (runs on the worker). */
+static void cost_trim_job(void *arg) {
+    yyc_memcache *c = arg;
+    lock(c);
+    c->cost_trim_pending = false;
+    size_t limit = c->cost_limit;
+    unlock(c);
+    trim(c, TRIM_COST, limit, 0.0, true);
+}
+
+/* The auto-trim timer (runs on the worker): cost, count, then age, as YYMemoryCache does. */
+static void auto_trim_fire(void *arg) {
+    yyc_memcache *c = arg;
+#ifdef YYC_TESTING
+    atomic_fetch_add(&c->auto_trim_fires, 1);
+#endif
+    lock(c);
+    size_t cost = c->cost_limit, count = c->count_limit;
+    double age = c->age_limit;
+    unlock(c);
+    /* "No limit" values never trim: skip them without taking the lock again. */
+    if (cost != SIZE_MAX) trim(c, TRIM_COST, cost, 0.0, true);
+    if (count != SIZE_MAX) trim(c, TRIM_COUNT, count, 0.0, true);
+    if (!(age >= DBL_MAX) && !isnan(age)) trim(c, TRIM_AGE, 0, age, true);
+}
+
+/* --- events --- */
+
+void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
+                                             void *ctx) {
+    if (!c) return;
+    lock(c);
+    c->memory_warning_fn = fn;
+    c->memory_warning_ctx = ctx;
+    unlock(c);
+}
+
+void yyc_memcache_set_enter_background_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
+                                               void *ctx) {
+    if (!c) return;
+    lock(c);
+    c->enter_background_fn = fn;
+    c->enter_background_ctx = ctx;
+    unlock(c);
+}
+
+void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
+    if (!c) return;
+    lock(c);
+    yyc_memcache_event_fn fn = c->memory_warning_fn;
+    void *ctx = c->memory_warning_ctx;
+    unlock(c);
+    if (fn) fn(c, ctx);
+    lock(c);
+    bool remove_all = c->remove_all_on_memory_warning; /* read after the handler: it may change it */
+    unlock(c);
+    if (remove_all) yyc_memcache_remove_all(c);
+}
+
+void yyc_memcache_handle_enter_background(yyc_memcache *c) {
+    if (!c) return;
+    lock(c);
+    yyc_memcache_event_fn fn = c->enter_background_fn;
+    void *ctx = c->enter_background_ctx;
+    unlock(c);
+    if (fn) fn(c, ctx);
+    lock(c);
+    bool remove_all = c->remove_all_on_enter_background;
+    unlock(c);
+    if (remove_all) yyc_memcache_remove_all(c);
+}
+
+/* --- test hooks --- */
+
+#ifdef YYC_TESTING
+/* Checks the map's invariants under the cache's lock. */
+bool yyc__memcache_check(yyc_memcache *c) {
+    lock(c);
+    bool ok = yyc__lru_map_check(&c->map);
+    if (ok && c->garbage_tail) ok = c->garbage_tail->next == NULL;
+    unlock(c);
+    return ok;
+}
+
+/* How many times the auto-trim timer has fired. */
+unsigned yyc__memcache_auto_trim_fires(yyc_memcache *c) { return atomic_load(&c->auto_trim_fires); }
+#endif
