@@ -1,0 +1,50 @@
+/*
+ * fs_util.h - file-system helpers of the disk storage (private; not API).
+ *
+ * Every helper works relative to a directory file descriptor and never follows a symbolic link
+ * in the last path component (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW, unlinkat on links), so a link
+ * planted in data/ or trash/ can neither redirect a write nor make a delete escape the folder.
+ * New folders are created 0700 and new files 0600.
+ *
+ * Return convention: 0 on success, else an errno value (errno itself is left unspecified).
+ * Thread safety: every helper is reentrant; the caller serialises access to one folder.
+ */
+#ifndef YYCACHE_FS_UTIL_H
+#define YYCACHE_FS_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Creates path and any missing parent with mode 0700 (existing folders are fine). */
+int yyc__fs_mkdirs(const char *path);
+
+/* Opens the folder `name` inside dirfd (O_DIRECTORY|O_NOFOLLOW), creating it 0700 when missing.
+ * A non-folder in its place (a symlink or a file) is unlinked (the link itself, never its
+ * target) and replaced by a new folder. *out_fd is the folder's descriptor (O_CLOEXEC). */
+int yyc__fs_open_subdir(int dirfd, const char *name, int *out_fd);
+
+/* Writes len bytes of buf to dirfd/name atomically: a temporary file in the same folder
+ * (O_CREAT|O_EXCL|O_NOFOLLOW, 0600), a full write loop (EINTR and short writes handled), then
+ * renameat over name. On failure the temporary file is removed and name is untouched. */
+int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t len);
+
+/* Opens dirfd/name for reading without following a link. A missing file, a link or anything
+ * but a regular file gives ENOENT. *out_size is the file's size. */
+int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size);
+
+/* Reads exactly len bytes from fd (EINTR handled); a file shorter than len gives EIO. */
+int yyc__fs_read_full(int fd, void *buf, size_t len);
+
+/* Removes dirfd/name: a file or a link is unlinked, a folder is emptied recursively (links
+ * inside are unlinked, never followed) and removed. A missing entry is success. */
+int yyc__fs_remove_tree_at(int dirfd, const char *name);
+
+/* Removes every entry inside the folder dirfd (the folder itself stays). Best effort: returns
+ * the first error but keeps going. */
+int yyc__fs_empty_dir(int dirfd);
+
+/* Writes a random (version 4) UUID in canonical uppercase 8-4-4-4-12 form plus NUL. */
+void yyc__fs_uuid(char out[37]);
+
+#endif /* YYCACHE_FS_UTIL_H */

@@ -1,0 +1,45 @@
+/*
+ * kv_private.h - internal entry points of the KV storage used by disk_cache.c and by the
+ * tests (private; not API).
+ *
+ * Thread safety: like yyc_kv itself, none; the caller serialises access to one yyc_kv.
+ */
+#ifndef YYCACHE_KV_PRIVATE_H
+#define YYCACHE_KV_PRIVATE_H
+
+#include <yycache/kv_storage.h>
+
+/* Default busy timeout of the manifest connection, in milliseconds. */
+#define YYC__KV_BUSY_TIMEOUT_MS 5000
+/* YYKVStorage's lazy-reopen limits (kMaxErrorRetryCount, kMinRetryTimeInterval). */
+#define YYC__KV_MAX_OPEN_RETRIES 8
+#define YYC__KV_RETRY_INTERVAL 2.0
+/* Rows per LRU batch in the fit-to-size/count loops and in the slow remove-all. */
+#define YYC__KV_LRU_BATCH 16
+#define YYC__KV_REMOVE_ALL_BATCH 32
+/* Keys per `IN (...)` statement: well below SQLite's variable limit (999 before 3.32). */
+#define YYC__KV_IN_CHUNK 500
+
+/* yyc_kv_open with an error hook installed before the manifest is opened, so that an event
+ * of the open itself (a corrupt manifest rebuilt: YYC_ECORRUPT) reaches it. */
+int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, void *hook_ctx,
+                    yyc_kv **out);
+
+/* Sets the busy timeout (milliseconds; applied now and at every reopen). */
+void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
+
+/* Removes up to `limit` least recently used items (files too). *removed gets the number of
+ * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
+int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
+
+/* A passive WAL checkpoint (errors ignored). */
+void yyc__kv_checkpoint(yyc_kv *kv);
+
+/* Whether the manifest connection is open now (false after a failed reopen). */
+bool yyc__kv_is_open(const yyc_kv *kv);
+
+/* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
+void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);
+void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
+
+#endif /* YYCACHE_KV_PRIVATE_H */

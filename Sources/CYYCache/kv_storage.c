@@ -1,0 +1,1349 @@
+/*
+ * kv_storage.c - YYKVStorage in C: an SQLite manifest plus data files, byte-compatible on disk.
+ *
+ * Deviations from YYKVStorage (each one tested in Tests/C/test_kv_storage.c):
+ *   - statements are reset (bindings cleared) after every use and finalized before close
+ *     (YYCache #115, #166); the connection has a busy timeout and is opened NOMUTEX;
+ *   - the manifest is deleted and rebuilt only for SQLITE_CORRUPT / SQLITE_NOTADB (or a manifest
+ *     table without YYKVStorage's columns), never because it was busy (#157), and the rebuild is
+ *     reported (YYC_ECORRUPT) instead of silent;
+ *   - value files are written to a temporary file and renamed; inline saves delete the old file
+ *     only after the row was replaced; a save that changes a key's file name deletes the old
+ *     file (YYKVStorage orphaned it);
+ *   - empty values are stored and read back; the SQLite type ignores file names;
+ *   - 64-bit sizes and sums (#90); `IN (...)` lists are chunked (YYC__KV_IN_CHUNK keys);
+ *   - file names are validated (on save, and before any file operation on a name read from the
+ *     manifest: a hostile row cannot make us touch a file outside data/);
+ *   - a data file whose size differs from the recorded size reads as a miss and is removed
+ *     (reported as YYC_ECORRUPT through the hook), like a missing file;
+ *   - LRU ties in last_access_time are broken by rowid explicitly (YYKVStorage relied on the
+ *     index order, which is the same thing).
+ */
+#include "internal.h"
+
+#include "fs_util.h"
+#include "kv_private.h"
+#include "stmt_cache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <md5.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* --- layout and SQL (a file-format contract: spec 2.1, 2.2, 2.5) --- */
+
+#define MANIFEST_NAME "manifest.sqlite"
+#define DATA_DIR "data"
+#define TRASH_DIR "trash"
+
+/* YYKVStorage's initialization script, byte for byte in effect. */
+#define SQL_INIT                                                                              \
+    "pragma journal_mode = wal; pragma synchronous = normal; "                                \
+    "create table if not exists manifest (key text, filename text, size integer, "            \
+    "inline_data blob, modification_time integer, last_access_time integer, "                 \
+    "extended_data blob, primary key(key)); "                                                 \
+    "create index if not exists last_access_time_idx on manifest(last_access_time);"
+
+#define COLS_FULL "key, filename, size, inline_data, modification_time, last_access_time, extended_data"
+#define COLS_INFO "key, filename, size, NULL, modification_time, last_access_time, extended_data"
+
+#define SQL_SCHEMA_CHECK "select " COLS_FULL " from manifest limit 0;"
+#define SQL_UPSERT                                                                            \
+    "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
+    "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
+#define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
+#define SQL_DELETE "delete from manifest where key = ?1;"
+#define SQL_DELETE_LARGER "delete from manifest where size > ?1;"
+#define SQL_DELETE_EARLIER "delete from manifest where last_access_time < ?1;"
+#define SQL_GET_ITEM "select " COLS_FULL " from manifest where key = ?1;"
+#define SQL_GET_INFO "select " COLS_INFO " from manifest where key = ?1;"
+#define SQL_GET_VALUE "select filename, size, inline_data from manifest where key = ?1;"
+#define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
+#define SQL_FILES_LARGER "select filename from manifest where size > ?1 and filename is not null;"
+#define SQL_FILES_EARLIER                                                                     \
+    "select filename from manifest where last_access_time < ?1 and filename is not null;"
+#define SQL_LRU                                                                               \
+    "select key, filename, size from manifest order by last_access_time asc, rowid asc "      \
+    "limit ?1;"
+#define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
+#define SQL_SUM "select sum(size) from manifest;"
+#define SQL_COUNT "select count(*) from manifest;"
+
+/* --- the object --- */
+
+/* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
+ * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
+ * could not be recreated); an item handed out is one malloc block. */
+struct yyc_kv {
+    char *path;    /* as given to open */
+    char *db_path; /* path/manifest.sqlite */
+    yyc_kv_type type;
+    int root_fd;
+    int data_fd;
+    sqlite3 *db;
+    yyc__stmt_cache stmts;
+    int busy_timeout_ms;
+    /* Lazy reopen (spec 2.3). */
+    int open_error_count;
+    double last_open_error_time;
+    int max_open_retries;
+    double retry_interval;
+    int fail_opens;       /* testing: opens left to fail */
+    bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
+    /* Reporting. */
+    yyc_error_hook hook;
+    void *hook_ctx;
+    bool logs;
+    bool probing;           /* opening: a corrupt manifest is only recorded (the rebuild reports) */
+    bool has_pending_event; /* a corruption event happened before any hook was set */
+    yyc_error pending_event;
+};
+
+/* One row of an LRU batch. */
+typedef struct lru_row {
+    char *key;
+    char *filename; /* NULL when inline (or the name is unusable) */
+    int64_t size;
+} lru_row;
+
+/* --- private prototypes --- */
+
+static int report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_errno,
+                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static int sqlite_fail(yyc_kv *kv, int rc, const char *what);
+static int errno_fail(yyc_kv *kv, int err, const char *what);
+static int db_check(yyc_kv *kv);
+static void db_close(yyc_kv *kv);
+static int db_open_or_rebuild(yyc_kv *kv);
+static void reset_files(yyc_kv *kv);
+static void schedule_trash_empty(yyc_kv *kv);
+static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
+static int delete_row(yyc_kv *kv, const char *key);
+static void delete_file(yyc_kv *kv, const char *filename);
+static int64_t now_seconds(void) { return (int64_t)time(NULL); }
+
+/* --- reporting --- */
+
+/* Formats an error; records it as the thread's last error when `record` (the call is going to
+ * return it), sends it to the hook, and prints it when logs are on. Returns code. */
+static int report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_errno,
+                  const char *fmt, ...) {
+    yyc_error e = {.code = code, .sqlite_code = sqlite_code, .sys_errno = sys_errno};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    if (record) yyc__error(code, sqlite_code, sys_errno, "%s", e.message);
+    if (kv->probing && code == YYC_ECORRUPT) return code;
+    if (kv->logs) {
+        fprintf(stderr, "yycache: kv storage: %s (%s, sqlite %d, errno %d)\n", e.message,
+                yyc_status_name(code), sqlite_code, sys_errno);
+    }
+    if (kv->hook) {
+        kv->hook(kv->hook_ctx, &e);
+    } else if (code == YYC_ECORRUPT) {
+        kv->pending_event = e; /* delivered when a hook is set */
+        kv->has_pending_event = true;
+    }
+    return code;
+}
+
+static int errno_status(int err) {
+    int s = yyc__status_from_errno(err);
+    return s == YYC_NOTFOUND ? YYC_EIO : s;
+}
+
+static int errno_fail(yyc_kv *kv, int err, const char *what) {
+    return report(kv, true, errno_status(err), 0, err, "%s: %s", what, strerror(err));
+}
+
+static int status_from_sqlite(yyc_kv *kv, int rc, int sys_errno) {
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return YYC_EBUSY;
+    case SQLITE_FULL: return YYC_ENOSPC;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB: return YYC_ECORRUPT;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH: return YYC_EPERM;
+    case SQLITE_TOOBIG: return YYC_ETOOBIG;
+    case SQLITE_NOMEM: return YYC_ENOMEM;
+    case SQLITE_CANTOPEN:
+        if (sys_errno == EACCES || sys_errno == EPERM || sys_errno == EROFS) return YYC_EPERM;
+        if (faccessat(kv->root_fd, ".", W_OK, AT_EACCESS) != 0) return YYC_EPERM;
+        return YYC_EIO;
+    case SQLITE_IOERR:
+        if (sys_errno == ENOSPC || sys_errno == EFBIG) return YYC_ENOSPC;
+        if (sys_errno == EACCES || sys_errno == EPERM || sys_errno == EROFS) return YYC_EPERM;
+        return YYC_EIO;
+    default: return YYC_ESQLITE;
+    }
+}
+
+/* Maps an SQLite failure to a status, records and reports it. Corruption of an open manifest
+ * schedules a rebuild at the next call. */
+static int sqlite_fail(yyc_kv *kv, int rc, const char *what) {
+    int ext = kv->db ? sqlite3_extended_errcode(kv->db) : rc;
+    if ((ext & 0xff) != (rc & 0xff)) ext = rc;
+    int sys = kv->db ? sqlite3_system_errno(kv->db) : 0;
+    int code = status_from_sqlite(kv, rc, sys);
+    if (code == YYC_ECORRUPT && kv->db) kv->rebuild_pending = true;
+    return report(kv, true, code, ext, sys, "%s: %s", what, sqlite3_errstr(rc));
+}
+
+/* --- the manifest connection --- */
+
+static void db_close(yyc_kv *kv) {
+    if (!kv->db) return;
+    yyc__stmt_cache_clear(&kv->stmts);
+    if (sqlite3_close(kv->db) != SQLITE_OK) {
+        /* Only an ad-hoc statement left behind by a bug can cause this: finalize and retry. */
+        sqlite3_stmt *s;
+        while ((s = sqlite3_next_stmt(kv->db, NULL)) != NULL) sqlite3_finalize(s);
+        sqlite3_close_v2(kv->db);
+    }
+    kv->db = NULL;
+}
+
+/* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
+ * means the file is not a usable manifest (the caller rebuilds). */
+static int db_open_once(yyc_kv *kv) {
+    if (kv->fail_opens > 0) {
+        kv->fail_opens--;
+        return report(kv, true, YYC_EIO, 0, 0, "open manifest: injected failure");
+    }
+    /* Create the manifest ourselves: 0600, and never through a link. SQLite gives the -wal and
+     * -shm files the database file's permissions. */
+    for (int attempt = 0;; attempt++) {
+        int fd = openat(kv->root_fd, MANIFEST_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                        0600);
+        if (fd >= 0) {
+            close(fd);
+            break;
+        }
+        int err = errno;
+        if (err == ELOOP && attempt == 0 && unlinkat(kv->root_fd, MANIFEST_NAME, 0) == 0) {
+            continue; /* a planted link: remove the link, never its target */
+        }
+        if (err == EISDIR) return report(kv, true, YYC_ECORRUPT, 0, err, "manifest is a folder");
+        return errno_fail(kv, err, "create manifest");
+    }
+    sqlite3 *db = NULL;
+    /* NOMUTEX: the owner serialises every call (yyc_kv is single-threaded and yyc_diskcache
+     * holds its mutex around each call), so SQLite's own mutexes would be pure overhead. */
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+#ifdef SQLITE_OPEN_NOFOLLOW
+    flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+    int rc = sqlite3_open_v2(kv->db_path, &db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        int sys = db ? sqlite3_system_errno(db) : 0;
+        int ext = db ? sqlite3_extended_errcode(db) : rc;
+        sqlite3_close(db);
+        return report(kv, true, status_from_sqlite(kv, rc, sys), ext, sys, "open manifest: %s",
+                      sqlite3_errstr(rc));
+    }
+    sqlite3_extended_result_codes(db, 1);
+    sqlite3_busy_timeout(db, kv->busy_timeout_ms);
+    rc = sqlite3_exec(db, SQL_INIT, NULL, NULL, NULL);
+    if (rc == SQLITE_OK || rc == SQLITE_ERROR) {
+        /* A table named manifest without YYKVStorage's columns (the index cannot be created,
+         * or a column is missing) is as unusable as garbage. */
+        sqlite3_stmt *s = NULL;
+        int src = sqlite3_prepare_v2(db, SQL_SCHEMA_CHECK, -1, &s, NULL);
+        sqlite3_finalize(s);
+        if (src == SQLITE_ERROR) {
+            sqlite3_close(db);
+            return report(kv, true, YYC_ECORRUPT, src, 0, "manifest has a foreign schema");
+        }
+    }
+    if (rc != SQLITE_OK) {
+        int ext = sqlite3_extended_errcode(db);
+        int sys = sqlite3_system_errno(db);
+        sqlite3_close(db);
+        return report(kv, true, status_from_sqlite(kv, rc, sys), ext, sys,
+                      "initialize manifest: %s", sqlite3_errstr(rc));
+    }
+    kv->db = db;
+    yyc__stmt_cache_init(&kv->stmts, db);
+    kv->rebuild_pending = false;
+    return YYC_OK;
+}
+
+/* Opens the manifest; a corrupt one (and only a corrupt one) is deleted with the data it
+ * described and rebuilt, and the event is reported. */
+static int db_open_or_rebuild(yyc_kv *kv) {
+    kv->probing = true;
+    int rc = db_open_once(kv);
+    kv->probing = false;
+    if (rc != YYC_ECORRUPT) return rc;
+    yyc_error first;
+    yyc_last_error(&first);
+    reset_files(kv);
+    rc = db_open_once(kv);
+    if (rc != YYC_OK) return rc;
+    report(kv, true, YYC_ECORRUPT, first.sqlite_code, first.sys_errno,
+           "manifest was corrupt: deleted and rebuilt empty");
+    return YYC_OK;
+}
+
+/* Every operation starts here (spec 2.3): an open connection proceeds; a closed one is reopened
+ * at most max_open_retries times in a row, retry_interval seconds apart. */
+static int db_check(yyc_kv *kv) {
+    if (kv->rebuild_pending) {
+        db_close(kv);
+        kv->rebuild_pending = false;
+        kv->open_error_count = 0;
+        kv->last_open_error_time = 0;
+    }
+    if (kv->data_fd < 0) {
+        int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+        if (err) return errno_fail(kv, err, "open data folder");
+    }
+    if (kv->db) return YYC_OK;
+    double now = yyc__monotonic_now();
+    if (kv->open_error_count >= kv->max_open_retries ||
+        (kv->open_error_count > 0 && now - kv->last_open_error_time < kv->retry_interval)) {
+        return report(kv, true, YYC_ECLOSED, 0, 0, "manifest closed: reopen limit reached");
+    }
+    int rc = db_open_or_rebuild(kv);
+    if (rc != YYC_OK) {
+        kv->open_error_count++;
+        kv->last_open_error_time = yyc__monotonic_now();
+        return rc;
+    }
+    kv->open_error_count = 0;
+    kv->last_open_error_time = 0;
+    return YYC_OK;
+}
+
+static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
+    *out = NULL;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    int src = yyc__stmt_cache_get(&kv->stmts, sql, out);
+    if (src != SQLITE_OK) return sqlite_fail(kv, src, "prepare");
+    return YYC_OK;
+}
+
+/* Binds a key with its length. Keys outlive the step: every statement is reset and its
+ * bindings cleared before the call that bound them returns, so SQLITE_STATIC is safe. */
+static int bind_key(sqlite3_stmt *s, int idx, const char *key) {
+    return sqlite3_bind_text64(s, idx, key, strlen(key), SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Steps a statement that returns no row (or whose rows are ignored) and gives it back. */
+static int step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what) {
+    int rc = sqlite3_step(s);
+    while (rc == SQLITE_ROW) rc = sqlite3_step(s);
+    int out = rc == SQLITE_DONE ? YYC_OK : sqlite_fail(kv, rc, what);
+    yyc__stmt_done(s);
+    return out;
+}
+
+/* --- trash (spec 2.7) --- */
+
+static void empty_trash_job(void *arg) {
+    int *fd = arg;
+    yyc__fs_empty_dir(*fd);
+    close(*fd);
+    free(fd);
+}
+
+/* Empties trash/ on the worker thread (inline if the job cannot be queued). The job holds its
+ * own descriptor of trash/, so it never follows a link and outlives nothing it needs. */
+static void schedule_trash_empty(yyc_kv *kv) {
+    int tfd;
+    if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) != 0) return;
+    int *arg = malloc(sizeof *arg);
+    if (!arg) {
+        yyc__fs_empty_dir(tfd);
+        close(tfd);
+        return;
+    }
+    *arg = tfd;
+    if (yyc__worker_async(kv, empty_trash_job, arg) != YYC_OK) empty_trash_job(arg);
+}
+
+/* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
+ * trash/<UUID>, recreate data/ and empty the trash in the background. Errors are ignored. */
+static void reset_files(yyc_kv *kv) {
+    unlinkat(kv->root_fd, MANIFEST_NAME, 0);
+    unlinkat(kv->root_fd, MANIFEST_NAME "-wal", 0);
+    unlinkat(kv->root_fd, MANIFEST_NAME "-shm", 0);
+    int tfd = -1;
+    bool moved = false;
+    if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) == 0) {
+        char uuid[37];
+        yyc__fs_uuid(uuid);
+        moved = renameat(kv->root_fd, DATA_DIR, tfd, uuid) == 0;
+        close(tfd);
+    }
+    if (kv->data_fd >= 0) {
+        if (!moved) yyc__fs_empty_dir(kv->data_fd);
+        close(kv->data_fd);
+        kv->data_fd = -1;
+    }
+    yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+    schedule_trash_empty(kv);
+}
+
+/* --- open / close / properties --- */
+
+int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, void *hook_ctx,
+                    yyc_kv **out) {
+    if (YYC__MISUSE(out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "out is NULL");
+    *out = NULL;
+    if (!path || !*path) return yyc__error(YYC_EINVAL, 0, 0, "empty path");
+    /* YYKVStorage refuses paths longer than PATH_MAX - 64, leaving room for the file names. */
+    if (strlen(path) > PATH_MAX - 64) return yyc__error(YYC_EINVAL, 0, 0, "path too long");
+    if ((unsigned)type > YYC_KV_MIXED) return yyc__error(YYC_EINVAL, 0, 0, "bad storage type");
+
+    yyc_kv *kv = calloc(1, sizeof *kv);
+    if (!kv) return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate storage");
+    kv->type = type;
+    kv->root_fd = -1;
+    kv->data_fd = -1;
+    kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
+    kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
+    kv->retry_interval = YYC__KV_RETRY_INTERVAL;
+    kv->hook = hook;
+    kv->hook_ctx = hook_ctx;
+    kv->path = strdup(path);
+    if (kv->path && asprintf(&kv->db_path, "%s/%s", path, MANIFEST_NAME) < 0) kv->db_path = NULL;
+    if (!kv->path || !kv->db_path) {
+        free(kv->path);
+        free(kv);
+        return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate storage");
+    }
+    int rc = YYC_OK;
+    int err = yyc__fs_mkdirs(path);
+    if (err) {
+        rc = errno_fail(kv, err, "create storage folder");
+        goto fail;
+    }
+    kv->root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (kv->root_fd < 0) {
+        rc = errno_fail(kv, errno, "open storage folder");
+        goto fail;
+    }
+    int tfd = -1;
+    err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+    if (!err) err = yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd);
+    if (tfd >= 0) close(tfd);
+    if (err) {
+        rc = errno_fail(kv, err, "create data or trash folder");
+        goto fail;
+    }
+    rc = db_open_or_rebuild(kv);
+    if (rc != YYC_OK) goto fail;
+    schedule_trash_empty(kv); /* finish a deletion interrupted last time */
+    *out = kv;
+    return YYC_OK;
+fail:
+    yyc__worker_drain(kv);
+    if (kv->data_fd >= 0) close(kv->data_fd);
+    if (kv->root_fd >= 0) close(kv->root_fd);
+    free(kv->db_path);
+    free(kv->path);
+    free(kv);
+    return rc;
+}
+
+int yyc_kv_open(const char *path, yyc_kv_type type, yyc_kv **out) {
+    return yyc__kv_open_ex(path, type, NULL, NULL, out);
+}
+
+void yyc_kv_close(yyc_kv *kv) {
+    if (!kv) return;
+    db_close(kv);
+    yyc__worker_drain(kv); /* the trash job holds its own descriptor, but finish it anyway */
+    if (kv->data_fd >= 0) close(kv->data_fd);
+    if (kv->root_fd >= 0) close(kv->root_fd);
+    free(kv->db_path);
+    free(kv->path);
+    free(kv);
+}
+
+const char *yyc_kv_path(const yyc_kv *kv) { return kv ? kv->path : NULL; }
+yyc_kv_type yyc_kv_type_of(const yyc_kv *kv) { return kv ? kv->type : YYC_KV_MIXED; }
+
+void yyc_kv_set_error_hook(yyc_kv *kv, yyc_error_hook hook, void *ctx) {
+    if (!kv) return;
+    kv->hook = hook;
+    kv->hook_ctx = ctx;
+    if (hook && kv->has_pending_event) {
+        kv->has_pending_event = false;
+        hook(ctx, &kv->pending_event);
+    }
+}
+
+void yyc_kv_set_error_logs_enabled(yyc_kv *kv, bool on) {
+    if (kv) kv->logs = on;
+}
+
+bool yyc_kv_error_logs_enabled(const yyc_kv *kv) { return kv && kv->logs; }
+
+void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms) {
+    kv->busy_timeout_ms = ms;
+    if (kv->db) sqlite3_busy_timeout(kv->db, ms);
+}
+
+bool yyc__kv_is_open(const yyc_kv *kv) { return kv->db != NULL; }
+
+void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds) {
+    kv->max_open_retries = max_tries;
+    kv->retry_interval = interval_seconds;
+}
+
+void yyc__kv_fail_next_opens(yyc_kv *kv, int n) { kv->fail_opens = n; }
+
+void yyc__kv_checkpoint(yyc_kv *kv) {
+    if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+}
+
+/* --- names --- */
+
+bool yyc_kv_filename_is_valid(const char *name) {
+    if (!name) return false;
+    size_t len = strnlen(name, 256);
+    if (len == 0 || len > 255) return false;
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
+    return memchr(name, '/', len) == NULL;
+}
+
+void yyc_kv_md5_filename(const char *key, char out[33]) {
+    MD5_CTX ctx;
+    uint8_t digest[MD5_DIGEST_LENGTH];
+    static const char hex[] = "0123456789abcdef";
+    MD5Init(&ctx);
+    if (key) MD5Update(&ctx, (const uint8_t *)key, strlen(key));
+    MD5Final(digest, &ctx);
+    for (int i = 0; i < MD5_DIGEST_LENGTH; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* --- small row helpers --- */
+
+static bool key_is_empty(const char *key) { return !key || !*key; }
+
+/* A usable file name read from the manifest, or NULL (NULL, empty, or not a single component:
+ * never joined to data/). */
+static const char *column_filename(sqlite3_stmt *s, int col) {
+    const char *name = (const char *)sqlite3_column_text(s, col);
+    return yyc_kv_filename_is_valid(name) ? name : NULL;
+}
+
+static void delete_file(yyc_kv *kv, const char *filename) {
+    if (filename && yyc_kv_filename_is_valid(filename) && kv->data_fd >= 0)
+        unlinkat(kv->data_fd, filename, 0);
+}
+
+static int delete_row(yyc_kv *kv, const char *key) {
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_DELETE, &s);
+    if (rc != YYC_OK) return rc;
+    bind_key(s, 1, key);
+    return step_done(kv, s, "delete row");
+}
+
+/* The key's current file name (a copy, NULL when inline or absent). */
+static int lookup_filename(yyc_kv *kv, const char *key, char **out) {
+    *out = NULL;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_GET_FILENAME, &s);
+    if (rc != YYC_OK) return rc;
+    bind_key(s, 1, key);
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        const char *name = column_filename(s, 0);
+        if (name && !(*out = strdup(name))) rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "copy");
+    } else if (src != SQLITE_DONE) {
+        rc = sqlite_fail(kv, src, "look up file name");
+    }
+    yyc__stmt_done(s);
+    return rc;
+}
+
+static int touch(yyc_kv *kv, const char *key) {
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_TOUCH, &s);
+    if (rc != YYC_OK) return rc;
+    sqlite3_bind_int64(s, 1, now_seconds());
+    bind_key(s, 2, key);
+    return step_done(kv, s, "update access time");
+}
+
+/* --- files of values --- */
+
+/* Opens the data file of a row for reading. Returns YYC_OK (*fd, *len), YYC_NOTFOUND when the
+ * value is gone (missing, a link, not a regular file, or of another size than recorded: the
+ * caller deletes the row, and the file too when *drop_file), or a recorded error. */
+static int open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd, size_t *len,
+                           bool *drop_file) {
+    *fd = -1;
+    *len = 0;
+    *drop_file = false;
+    if (!filename) return YYC_NOTFOUND;
+    uint64_t fsize;
+    int err = yyc__fs_open_read(kv->data_fd, filename, fd, &fsize);
+    if (err == ENOENT) return YYC_NOTFOUND;
+    if (err) return errno_fail(kv, err, "open data file");
+    if (size < 0 || fsize != (uint64_t)size || fsize > SIZE_MAX) {
+        close(*fd);
+        *fd = -1;
+        *drop_file = true;
+        report(kv, false, YYC_ECORRUPT, 0, 0, "data file size differs from the manifest");
+        return YYC_NOTFOUND;
+    }
+    *len = (size_t)fsize;
+    return YYC_OK;
+}
+
+/* Reads an opened value file into buf and closes it. YYC_NOTFOUND if it shrank meanwhile. */
+static int read_value_file(yyc_kv *kv, int fd, void *buf, size_t len) {
+    int err = yyc__fs_read_full(fd, buf, len);
+    close(fd);
+    if (err == EIO) return YYC_NOTFOUND;
+    if (err) return errno_fail(kv, err, "read data file");
+    return YYC_OK;
+}
+
+/* --- items --- */
+
+static size_t add_sizes(size_t a, size_t b, bool *overflow) {
+    if (a > SIZE_MAX - b) *overflow = true;
+    return a + b;
+}
+
+/* Builds an item from a row with the COLS_FULL / COLS_INFO columns. With want_value, a
+ * file-backed row's file is read into the item. Returns YYC_OK, YYC_NOTFOUND (the value is
+ * gone: the caller deletes the row, and the file when *drop_file), or a recorded error. */
+static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item **out,
+                       bool *drop_file) {
+    *out = NULL;
+    *drop_file = false;
+    const char *key = (const char *)sqlite3_column_text(s, 0);
+    size_t key_len = key ? (size_t)sqlite3_column_bytes(s, 0) : 0;
+    const char *raw_name = (const char *)sqlite3_column_text(s, 1);
+    size_t name_len = raw_name ? (size_t)sqlite3_column_bytes(s, 1) : 0;
+    const char *name = column_filename(s, 1);
+    int64_t size = sqlite3_column_int64(s, 2);
+    int64_t mtime = sqlite3_column_int64(s, 4);
+    int64_t atime = sqlite3_column_int64(s, 5);
+    const void *ext = sqlite3_column_blob(s, 6);
+    size_t ext_len = ext ? (size_t)sqlite3_column_bytes(s, 6) : 0;
+
+    int fd = -1;
+    size_t value_len = 0;
+    const void *inline_value = NULL;
+    bool from_file = raw_name && name_len > 0;
+    if (want_value) {
+        if (from_file) {
+            int rc = open_value_file(kv, name, size, &fd, &value_len, drop_file);
+            if (rc != YYC_OK) return rc;
+        } else {
+            inline_value = sqlite3_column_blob(s, 3);
+            value_len = inline_value ? (size_t)sqlite3_column_bytes(s, 3) : 0;
+        }
+    }
+    bool overflow = false;
+    size_t total = sizeof(yyc_kv_item);
+    total = add_sizes(total, key_len + 1, &overflow);
+    total = add_sizes(total, from_file ? name_len + 1 : 0, &overflow);
+    total = add_sizes(total, value_len, &overflow);
+    total = add_sizes(total, ext_len, &overflow);
+    yyc_kv_item *item = overflow ? NULL : malloc(total);
+    if (!item) {
+        if (fd >= 0) close(fd);
+        return report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate item");
+    }
+    char *p = (char *)(item + 1);
+    *item = (yyc_kv_item){.size = size, .modification_time = mtime, .last_access_time = atime};
+    item->key = p;
+    if (key_len) memcpy(p, key, key_len);
+    p[key_len] = '\0';
+    p += key_len + 1;
+    if (from_file) {
+        item->filename = p;
+        memcpy(p, raw_name, name_len + 1);
+        p += name_len + 1;
+    }
+    if (want_value) {
+        item->value = value_len ? p : NULL;
+        item->value_len = value_len;
+        if (fd >= 0) {
+            int rc = read_value_file(kv, fd, p, value_len);
+            if (rc != YYC_OK) {
+                free(item);
+                if (rc == YYC_NOTFOUND) *drop_file = true;
+                return rc;
+            }
+        } else if (value_len) {
+            memcpy(p, inline_value, value_len);
+        }
+        p += value_len;
+    }
+    if (ext_len) {
+        item->extended_data = p;
+        item->extended_len = ext_len;
+        memcpy(p, ext, ext_len);
+    }
+    *out = item;
+    return YYC_OK;
+}
+
+void yyc_kv_item_free(yyc_kv_item *item) { free(item); }
+
+void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
+    if (!items) return;
+    for (size_t i = 0; i < count; i++) free(items[i]);
+    free(items);
+}
+
+/* --- save --- */
+
+static int upsert(yyc_kv *kv, const char *key, const char *filename, const void *value,
+                  size_t value_len, const void *ext, size_t ext_len) {
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_UPSERT, &s);
+    if (rc != YYC_OK) return rc;
+    int64_t now = now_seconds();
+    /* Value and extended data outlive the step (the statement is reset before we return). */
+    int b = bind_key(s, 1, key);
+    if (b == SQLITE_OK)
+        b = filename ? sqlite3_bind_text(s, 2, filename, -1, SQLITE_STATIC) : sqlite3_bind_null(s, 2);
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 3, (int64_t)value_len);
+    if (b == SQLITE_OK) {
+        if (filename) b = sqlite3_bind_null(s, 4);
+        else if (value_len == 0) b = sqlite3_bind_zeroblob(s, 4, 0); /* empty, not NULL */
+        else b = sqlite3_bind_blob64(s, 4, value, value_len, SQLITE_STATIC);
+    }
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 5, now);
+    if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 6, now);
+    if (b == SQLITE_OK)
+        b = ext_len ? sqlite3_bind_blob64(s, 7, ext, ext_len, SQLITE_STATIC) : sqlite3_bind_null(s, 7);
+    if (b != SQLITE_OK) {
+        yyc__stmt_done(s);
+        return sqlite_fail(kv, b, "bind row");
+    }
+    return step_done(kv, s, "save row");
+}
+
+int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                const char *filename, const void *extended, size_t extended_len) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (key_is_empty(key)) return report(kv, true, YYC_EINVAL, 0, 0, "empty key");
+    if (!value && value_len) return report(kv, true, YYC_EINVAL, 0, 0, "NULL value with a length");
+    if (!extended) extended_len = 0;
+    /* The SQLite type stores every value inline and ignores file names. */
+    bool to_file = kv->type != YYC_KV_SQLITE && filename && *filename;
+    if (kv->type == YYC_KV_FILE && !to_file)
+        return report(kv, true, YYC_EINVAL, 0, 0, "file storage needs a file name");
+    if (to_file && !yyc_kv_filename_is_valid(filename))
+        return report(kv, true, YYC_EINVAL, 0, 0, "invalid file name");
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    uint64_t limit = (uint64_t)sqlite3_limit(kv->db, SQLITE_LIMIT_LENGTH, -1);
+    if ((!to_file && (uint64_t)value_len > limit) || (uint64_t)extended_len > limit)
+        return report(kv, true, YYC_ETOOBIG, SQLITE_TOOBIG, 0, "value above SQLite's blob limit");
+    if ((uint64_t)value_len > (uint64_t)INT64_MAX)
+        return report(kv, true, YYC_ETOOBIG, 0, 0, "value too large");
+
+    char *old_name = NULL;
+    rc = lookup_filename(kv, key, &old_name);
+    if (rc != YYC_OK) return rc;
+    if (to_file) {
+        int err = yyc__fs_write_atomic(kv->data_fd, filename, value, value_len);
+        if (err) {
+            free(old_name);
+            return errno_fail(kv, err, "write data file");
+        }
+        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len);
+        if (rc != YYC_OK) {
+            delete_file(kv, filename);
+        } else if (old_name && strcmp(old_name, filename) != 0) {
+            delete_file(kv, old_name); /* the key moved to another file name */
+        }
+    } else {
+        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len);
+        if (rc == YYC_OK && old_name) delete_file(kv, old_name); /* file -> inline */
+    }
+    free(old_name);
+    return rc;
+}
+
+/* --- remove --- */
+
+int yyc_kv_remove(yyc_kv *kv, const char *key) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (key_is_empty(key)) return YYC_OK;
+    char *name = NULL;
+    int rc = lookup_filename(kv, key, &name);
+    if (rc != YYC_OK) return rc;
+    if (name) {
+        delete_file(kv, name);
+        free(name);
+    }
+    return delete_row(kv, key);
+}
+
+/* "<head>?,?,...,?<tail>" with n placeholders, or NULL. */
+static char *in_list_sql(const char *head, size_t n, const char *tail) {
+    size_t hl = strlen(head), tl = strlen(tail);
+    char *sql = malloc(hl + 2 * n + tl + 1);
+    if (!sql) return NULL;
+    char *p = sql;
+    memcpy(p, head, hl);
+    p += hl;
+    for (size_t i = 0; i < n; i++) {
+        if (i) *p++ = ',';
+        *p++ = '?';
+    }
+    memcpy(p, tail, tl + 1);
+    return sql;
+}
+
+/* A statement for one chunk of an IN list. Full chunks share one cached statement; shorter
+ * ones are prepared for the occasion (*adhoc: finalize instead of giving back). Keys are
+ * bound from parameter `first` on. */
+static int prepare_in(yyc_kv *kv, const char *head, const char *tail, const char *const *keys,
+                      size_t n, int first, sqlite3_stmt **out, bool *adhoc) {
+    *out = NULL;
+    *adhoc = n != YYC__KV_IN_CHUNK;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    char *sql = in_list_sql(head, n, tail);
+    if (!sql) return report(kv, true, YYC_ENOMEM, 0, ENOMEM, "build query");
+    int src = *adhoc ? sqlite3_prepare_v2(kv->db, sql, -1, out, NULL)
+                     : yyc__stmt_cache_get(&kv->stmts, sql, out);
+    free(sql);
+    if (src != SQLITE_OK) {
+        if (*adhoc) sqlite3_finalize(*out);
+        *out = NULL;
+        return sqlite_fail(kv, src, "prepare list query");
+    }
+    for (size_t i = 0; i < n; i++) {
+        int b = bind_key(*out, first + (int)i, keys[i] ? keys[i] : "");
+        if (b != SQLITE_OK) {
+            rc = sqlite_fail(kv, b, "bind key");
+            if (*adhoc) sqlite3_finalize(*out);
+            else yyc__stmt_done(*out);
+            *out = NULL;
+            return rc;
+        }
+    }
+    return YYC_OK;
+}
+
+static void release_in(sqlite3_stmt *s, bool adhoc) {
+    if (adhoc) sqlite3_finalize(s);
+    else yyc__stmt_done(s);
+}
+
+static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
+    sqlite3_stmt *s;
+    bool adhoc;
+    int rc = prepare_in(kv, "select filename from manifest where key in (", ") and filename is not null;",
+                        keys, n, 1, &s, &adhoc);
+    if (rc != YYC_OK) return rc;
+    int src;
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) delete_file(kv, column_filename(s, 0));
+    release_in(s, adhoc);
+    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "list files");
+    rc = prepare_in(kv, "delete from manifest where key in (", ");", keys, n, 1, &s, &adhoc);
+    if (rc != YYC_OK) return rc;
+    src = sqlite3_step(s);
+    release_in(s, adhoc);
+    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "delete rows");
+    return YYC_OK;
+}
+
+int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (n == 0) return YYC_OK;
+    if (!keys) return report(kv, true, YYC_EINVAL, 0, 0, "NULL key list");
+    for (size_t i = 0; i < n; i += YYC__KV_IN_CHUNK) {
+        size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
+        int rc = remove_chunk(kv, keys + i, m);
+        if (rc != YYC_OK) return rc;
+    }
+    return YYC_OK;
+}
+
+/* Deletes the files selected by files_sql, then the rows selected by rows_sql (both with the
+ * one int64 parameter), then checkpoints. */
+static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql, int64_t arg) {
+    sqlite3_stmt *s;
+    int rc = prepare(kv, files_sql, &s);
+    if (rc != YYC_OK) return rc;
+    sqlite3_bind_int64(s, 1, arg);
+    int src;
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) delete_file(kv, column_filename(s, 0));
+    yyc__stmt_done(s);
+    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "list files");
+    rc = prepare(kv, rows_sql, &s);
+    if (rc != YYC_OK) return rc;
+    sqlite3_bind_int64(s, 1, arg);
+    rc = step_done(kv, s, "delete rows");
+    if (rc == YYC_OK) yyc__kv_checkpoint(kv);
+    return rc;
+}
+
+int yyc_kv_remove_larger_than(yyc_kv *kv, int64_t size) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (size == INT64_MAX) return YYC_OK;
+    if (size <= 0) return yyc_kv_remove_all(kv);
+    return remove_where(kv, SQL_FILES_LARGER, SQL_DELETE_LARGER, size);
+}
+
+int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t t) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (t <= 0) return YYC_OK;
+    if (t == INT64_MAX) return yyc_kv_remove_all(kv);
+    return remove_where(kv, SQL_FILES_EARLIER, SQL_DELETE_EARLIER, t);
+}
+
+/* --- LRU eviction (spec 2.8) --- */
+
+static void free_lru_rows(lru_row *rows, int n) {
+    for (int i = 0; i < n; i++) {
+        free(rows[i].key);
+        free(rows[i].filename);
+    }
+    free(rows);
+}
+
+/* Loads up to limit rows, oldest access first (ties: oldest rowid first). */
+static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
+    *out = NULL;
+    *count = 0;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_LRU, &s);
+    if (rc != YYC_OK) return rc;
+    lru_row *rows = calloc((size_t)limit, sizeof *rows);
+    if (!rows) {
+        yyc__stmt_done(s);
+        return report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate batch");
+    }
+    sqlite3_bind_int(s, 1, limit);
+    int n = 0, src = SQLITE_DONE;
+    while (n < limit) {
+        src = sqlite3_step(s);
+        if (src != SQLITE_ROW) break;
+        const char *key = (const char *)sqlite3_column_text(s, 0);
+        const char *name = column_filename(s, 1);
+        rows[n].key = strdup(key ? key : "");
+        rows[n].filename = name ? strdup(name) : NULL;
+        rows[n].size = sqlite3_column_int64(s, 2);
+        n++;
+        if (!rows[n - 1].key || (name && !rows[n - 1].filename)) {
+            src = SQLITE_NOMEM;
+            break;
+        }
+        src = SQLITE_DONE;
+    }
+    yyc__stmt_done(s);
+    if (src != SQLITE_DONE) {
+        free_lru_rows(rows, n);
+        return sqlite_fail(kv, src, "list least recently used");
+    }
+    *out = rows;
+    *count = n;
+    return YYC_OK;
+}
+
+static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
+    delete_file(kv, r->filename);
+    return delete_row(kv, r->key);
+}
+
+static int remove_to_fit(yyc_kv *kv, int64_t max, bool by_size) {
+    if (max == INT64_MAX) return YYC_OK;
+    if (max <= 0) return yyc_kv_remove_all(kv);
+    int64_t total;
+    int rc = by_size ? yyc_kv_size(kv, &total) : yyc_kv_count(kv, &total);
+    if (rc != YYC_OK) return rc;
+    if (total <= max) return YYC_OK;
+    bool removed_any = false;
+    while (total > max) {
+        lru_row *rows;
+        int n;
+        rc = load_lru_rows(kv, YYC__KV_LRU_BATCH, &rows, &n);
+        if (rc != YYC_OK) return rc;
+        if (n == 0) {
+            free(rows);
+            break;
+        }
+        for (int i = 0; i < n && total > max; i++) {
+            rc = remove_lru_row(kv, &rows[i]);
+            if (rc != YYC_OK) break;
+            removed_any = true;
+            total -= by_size ? rows[i].size : 1;
+        }
+        free_lru_rows(rows, n);
+        if (rc != YYC_OK) return rc;
+    }
+    if (removed_any) yyc__kv_checkpoint(kv);
+    return YYC_OK;
+}
+
+int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    return remove_to_fit(kv, max_size, true);
+}
+
+int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    return remove_to_fit(kv, max_count, false);
+}
+
+int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
+    *removed = 0;
+    lru_row *rows;
+    int n;
+    int rc = load_lru_rows(kv, limit, &rows, &n);
+    if (rc != YYC_OK) return rc;
+    for (int i = 0; i < n && rc == YYC_OK; i++) {
+        rc = remove_lru_row(kv, &rows[i]);
+        if (rc == YYC_OK) (*removed)++;
+    }
+    free_lru_rows(rows, n);
+    return rc;
+}
+
+/* --- remove all --- */
+
+int yyc_kv_remove_all(yyc_kv *kv) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    db_close(kv);
+    reset_files(kv);
+    kv->rebuild_pending = false;
+    int rc = db_open_or_rebuild(kv);
+    if (rc != YYC_OK) {
+        /* Later calls retry lazily, within YYKVStorage's limits (spec 2.3). */
+        kv->open_error_count++;
+        kv->last_open_error_time = yyc__monotonic_now();
+        return rc;
+    }
+    kv->open_error_count = 0;
+    return YYC_OK;
+}
+
+int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    int64_t total;
+    int rc = yyc_kv_count(kv, &total);
+    if (rc != YYC_OK) return rc;
+    int64_t removed = 0, reported = -1;
+    while (removed < total) {
+        int64_t n;
+        rc = yyc__kv_remove_lru_batch(kv, YYC__KV_REMOVE_ALL_BATCH, &n);
+        if (rc != YYC_OK) return rc;
+        if (n == 0) break;
+        removed += n;
+        if (removed > total) removed = total;
+        if (progress) progress(ctx, removed, total);
+        reported = removed;
+    }
+    if (total > 0 && reported != total && progress) progress(ctx, total, total);
+    if (total > 0) yyc__kv_checkpoint(kv);
+    return YYC_OK;
+}
+
+/* --- get one --- */
+
+static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out) {
+    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = NULL;
+    if (key_is_empty(key)) return YYC_NOTFOUND;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, want_value ? SQL_GET_ITEM : SQL_GET_INFO, &s);
+    if (rc != YYC_OK) return rc;
+    bind_key(s, 1, key);
+    int src = sqlite3_step(s);
+    bool drop_file = false;
+    char *drop_name = NULL;
+    if (src == SQLITE_ROW) {
+        rc = row_to_item(kv, s, want_value, out, &drop_file);
+        const char *name = column_filename(s, 1);
+        if (drop_file && name) drop_name = strdup(name);
+    } else if (src == SQLITE_DONE) {
+        rc = YYC_NOTFOUND;
+    } else {
+        rc = sqlite_fail(kv, src, "get item");
+    }
+    yyc__stmt_done(s);
+    if (want_value && src == SQLITE_ROW) {
+        if (rc == YYC_NOTFOUND) {
+            /* The row outlived its file: drop it and report a miss. */
+            delete_file(kv, drop_name);
+            int drc = delete_row(kv, key);
+            if (drc != YYC_OK) rc = drc;
+        } else if (rc == YYC_OK) {
+            int trc = touch(kv, key);
+            if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
+        }
+    }
+    free(drop_name);
+    return rc;
+}
+
+int yyc_kv_get_item(yyc_kv *kv, const char *key, yyc_kv_item **out) {
+    return get_one(kv, key, true, out);
+}
+
+int yyc_kv_get_item_info(yyc_kv *kv, const char *key, yyc_kv_item **out) {
+    return get_one(kv, key, false, out);
+}
+
+int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_len) {
+    if (YYC__MISUSE(kv == NULL || out_value == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_value = NULL;
+    *out_len = 0;
+    if (key_is_empty(key)) return YYC_NOTFOUND;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_GET_VALUE, &s);
+    if (rc != YYC_OK) return rc;
+    bind_key(s, 1, key);
+    int src = sqlite3_step(s);
+    bool drop_file = false;
+    char *drop_name = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    if (src == SQLITE_ROW) {
+        const char *raw_name = (const char *)sqlite3_column_text(s, 0);
+        if (raw_name && *raw_name) {
+            int fd;
+            rc = open_value_file(kv, column_filename(s, 0), sqlite3_column_int64(s, 1), &fd, &len,
+                                 &drop_file);
+            if (rc == YYC_OK) {
+                buf = malloc(len ? len : 1);
+                if (!buf) {
+                    close(fd);
+                    rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate value");
+                } else {
+                    rc = read_value_file(kv, fd, buf, len);
+                    if (rc == YYC_NOTFOUND) drop_file = true;
+                }
+            }
+            if (drop_file) drop_name = strdup(raw_name);
+        } else {
+            const void *blob = sqlite3_column_blob(s, 2);
+            len = blob ? (size_t)sqlite3_column_bytes(s, 2) : 0;
+            buf = malloc(len ? len : 1);
+            if (!buf) rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate value");
+            else if (len) memcpy(buf, blob, len);
+        }
+    } else if (src == SQLITE_DONE) {
+        rc = YYC_NOTFOUND;
+    } else {
+        rc = sqlite_fail(kv, src, "get value");
+    }
+    yyc__stmt_done(s);
+    if (src == SQLITE_ROW && rc == YYC_NOTFOUND) {
+        delete_file(kv, drop_name);
+        int drc = delete_row(kv, key);
+        if (drc != YYC_OK) rc = drc;
+    }
+    free(drop_name);
+    if (rc != YYC_OK) {
+        free(buf);
+        return rc;
+    }
+    int trc = touch(kv, key);
+    if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
+    if (len == 0) {
+        free(buf);
+        buf = NULL;
+    }
+    *out_value = buf;
+    *out_len = len;
+    return YYC_OK;
+}
+
+/* --- get many --- */
+
+typedef struct item_list {
+    yyc_kv_item **items;
+    size_t count, cap;
+} item_list;
+
+static bool list_push(item_list *l, yyc_kv_item *item) {
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        yyc_kv_item **p = realloc(l->items, cap * sizeof *p);
+        if (!p) return false;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->count++] = item;
+    return true;
+}
+
+/* Rows whose file is gone, collected while a query runs and deleted after it. */
+typedef struct gone_list {
+    lru_row *rows;
+    size_t count, cap;
+} gone_list;
+
+static bool gone_push(gone_list *g, const char *key, const char *filename) {
+    if (g->count == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 8;
+        lru_row *p = realloc(g->rows, cap * sizeof *p);
+        if (!p) return false;
+        g->rows = p;
+        g->cap = cap;
+    }
+    lru_row *r = &g->rows[g->count];
+    r->key = strdup(key ? key : "");
+    r->filename = filename ? strdup(filename) : NULL;
+    r->size = 0;
+    if (!r->key) {
+        free(r->filename);
+        return false;
+    }
+    g->count++;
+    return true;
+}
+
+static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_value,
+                     item_list *list, gone_list *gone) {
+    sqlite3_stmt *s;
+    bool adhoc;
+    int rc = prepare_in(kv, want_value ? "select " COLS_FULL " from manifest where key in ("
+                                       : "select " COLS_INFO " from manifest where key in (",
+                        ");", keys, n, 1, &s, &adhoc);
+    if (rc != YYC_OK) return rc;
+    int src;
+    while (rc == YYC_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
+        yyc_kv_item *item;
+        bool drop_file;
+        rc = row_to_item(kv, s, want_value, &item, &drop_file);
+        if (rc == YYC_OK) {
+            if (!list_push(list, item)) {
+                free(item);
+                rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "grow item list");
+            }
+        } else if (rc == YYC_NOTFOUND) {
+            rc = YYC_OK;
+            if (!gone_push(gone, (const char *)sqlite3_column_text(s, 0),
+                           drop_file ? column_filename(s, 1) : NULL))
+                rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "grow list");
+        }
+    }
+    if (rc == YYC_OK && src != SQLITE_DONE) rc = sqlite_fail(kv, src, "get items");
+    release_in(s, adhoc);
+    return rc;
+}
+
+static int touch_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
+    sqlite3_stmt *s;
+    bool adhoc;
+    int rc = prepare_in(kv, "update manifest set last_access_time = ?1 where key in (", ");",
+                        keys, n, 2, &s, &adhoc);
+    if (rc != YYC_OK) return rc;
+    sqlite3_bind_int64(s, 1, now_seconds());
+    int src = sqlite3_step(s);
+    release_in(s, adhoc);
+    return src == SQLITE_DONE ? YYC_OK : sqlite_fail(kv, src, "update access times");
+}
+
+static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_value,
+                    yyc_kv_item ***out_items, size_t *out_count) {
+    if (YYC__MISUSE(kv == NULL || out_items == NULL || out_count == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_items = NULL;
+    *out_count = 0;
+    if (n == 0) return YYC_OK;
+    if (!keys) return report(kv, true, YYC_EINVAL, 0, 0, "NULL key list");
+    item_list list = {0};
+    gone_list gone = {0};
+    int rc = YYC_OK;
+    for (size_t i = 0; i < n && rc == YYC_OK; i += YYC__KV_IN_CHUNK) {
+        size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
+        rc = get_chunk(kv, keys + i, m, want_value, &list, &gone);
+    }
+    for (size_t i = 0; i < gone.count; i++) {
+        if (rc == YYC_OK) {
+            delete_file(kv, gone.rows[i].filename);
+            int drc = delete_row(kv, gone.rows[i].key);
+            if (drc != YYC_OK) rc = drc;
+        }
+        free(gone.rows[i].key);
+        free(gone.rows[i].filename);
+    }
+    free(gone.rows);
+    if (rc == YYC_OK && want_value && list.count > 0) {
+        /* YYKVStorage refreshes every requested key once at least one item came back. */
+        for (size_t i = 0; i < n; i += YYC__KV_IN_CHUNK) {
+            size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
+            int trc = touch_chunk(kv, keys + i, m);
+            if (trc != YYC_OK) {
+                report(kv, false, trc, 0, 0, "access times not updated");
+                break;
+            }
+        }
+    }
+    if (rc != YYC_OK) {
+        yyc_kv_items_free(list.items, list.count);
+        return rc;
+    }
+    *out_items = list.items;
+    *out_count = list.count;
+    return YYC_OK;
+}
+
+int yyc_kv_get_items(yyc_kv *kv, const char *const *keys, size_t n, yyc_kv_item ***out_items,
+                     size_t *out_count) {
+    return get_many(kv, keys, n, true, out_items, out_count);
+}
+
+int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
+                          yyc_kv_item ***out_items, size_t *out_count) {
+    return get_many(kv, keys, n, false, out_items, out_count);
+}
+
+/* --- status --- */
+
+int yyc_kv_exists(yyc_kv *kv, const char *key) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (key_is_empty(key)) return YYC_NOTFOUND;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, SQL_EXISTS, &s);
+    if (rc != YYC_OK) return rc;
+    bind_key(s, 1, key);
+    int src = sqlite3_step(s);
+    yyc__stmt_done(s);
+    if (src == SQLITE_ROW) return YYC_OK;
+    if (src == SQLITE_DONE) return YYC_NOTFOUND;
+    return sqlite_fail(kv, src, "exists");
+}
+
+static int scalar(yyc_kv *kv, const char *sql, int64_t *out) {
+    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = 0;
+    sqlite3_stmt *s;
+    int rc = prepare(kv, sql, &s);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW) *out = sqlite3_column_int64(s, 0); /* sum() of no rows: NULL = 0 */
+    yyc__stmt_done(s);
+    return src == SQLITE_ROW ? YYC_OK : sqlite_fail(kv, src, "aggregate");
+}
+
+int yyc_kv_count(yyc_kv *kv, int64_t *out) { return scalar(kv, SQL_COUNT, out); }
+
+int yyc_kv_size(yyc_kv *kv, int64_t *out) { return scalar(kv, SQL_SUM, out); }

@@ -1,0 +1,1194 @@
+/*
+ * test_kv_storage.c - yyc_kv (YYKVStorage): behaviour of spec 1.3 / 2, its deviations, the
+ * on-disk format contract and its faults. Every test works in its own temporary folder.
+ */
+#include "test_kv_support.h"
+
+#include "kv_private.h"
+
+#include <limits.h>
+#include <sys/mman.h>
+
+/* --- helpers --- */
+
+static yyc_kv *open_kv(const char *dir, yyc_kv_type type) {
+    yyc_kv *kv = NULL;
+    int rc = yyc_kv_open(dir, type, &kv);
+    assert_int_equal(rc, YYC_OK);
+    assert_non_null(kv);
+    return kv;
+}
+
+static void save_str(yyc_kv *kv, const char *key, const char *value, const char *filename) {
+    assert_int_equal(yyc_kv_save(kv, key, value, strlen(value), filename, NULL, 0), YYC_OK);
+}
+
+static void check_value(yyc_kv *kv, const char *key, const char *value) {
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_kv_get_value(kv, key, &v, &len), YYC_OK);
+    assert_int_equal(len, strlen(value));
+    assert_memory_equal(v, value, len);
+    yyc_free(v);
+}
+
+static int64_t kv_count(yyc_kv *kv) {
+    int64_t n = -1;
+    assert_int_equal(yyc_kv_count(kv, &n), YYC_OK);
+    return n;
+}
+
+typedef struct hook_log {
+    int calls;
+    int last_code;
+    int corrupt_events;
+    char last_message[256];
+} hook_log;
+
+static void record_hook(void *ctx, const yyc_error *e) {
+    hook_log *log = ctx;
+    log->calls++;
+    log->last_code = e->code;
+    if (e->code == YYC_ECORRUPT) log->corrupt_events++;
+    snprintf(log->last_message, sizeof log->last_message, "%s", e->message);
+}
+
+/* --- open and layout --- */
+
+static void kv_open_creates_layout_with_private_permissions(void **state) {
+    (void)state;
+    char *base = test_temp_dir("kv-layout");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/a/b/cache", base); /* intermediate folders are created */
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    assert_string_equal(yyc_kv_path(kv), dir);
+    assert_int_equal(yyc_kv_type_of(kv), YYC_KV_MIXED);
+    save_str(kv, "k", "v", NULL);
+
+    char p[4096];
+    struct stat st;
+    assert_int_equal(stat(dir, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(tk_join(p, sizeof p, dir, "data"), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(tk_join(p, sizeof p, dir, "trash"), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(stat(tk_join(p, sizeof p, dir, "manifest.sqlite"), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    assert_int_equal(stat(tk_join(p, sizeof p, dir, "manifest.sqlite-wal"), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    sqlite3 *db = tk_raw_open(dir);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "pragma journal_mode", -1, &s, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+    sqlite3_finalize(s);
+    assert_int_equal(tk_raw_int(db, "select count(*) from sqlite_master where type='index' and "
+                                    "name='last_access_time_idx'"),
+                     1);
+    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 7);
+    assert_int_equal(tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"),
+                     1);
+    sqlite3_close(db);
+    yyc_kv_close(kv);
+    test_rm_rf(base);
+    free(base);
+}
+
+static void kv_open_rejects_bad_arguments(void **state) {
+    (void)state;
+    yyc_kv *kv = (yyc_kv *)1;
+    assert_int_equal(yyc_kv_open("", YYC_KV_MIXED, &kv), YYC_EINVAL);
+    assert_null(kv);
+    assert_int_equal(yyc_kv_open(NULL, YYC_KV_MIXED, &kv), YYC_EINVAL);
+    char *base = test_temp_dir("kv-badargs");
+    assert_int_equal(yyc_kv_open(base, (yyc_kv_type)3, &kv), YYC_EINVAL);
+    char *longp = malloc(PATH_MAX + 1);
+    memset(longp, 'a', PATH_MAX);
+    longp[0] = '/';
+    longp[PATH_MAX] = '\0';
+    assert_int_equal(yyc_kv_open(longp, YYC_KV_MIXED, &kv), YYC_EINVAL);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_EINVAL);
+    free(longp);
+    test_rm_rf(base);
+    free(base);
+}
+
+/* --- save and read --- */
+
+static void kv_save_inline_then_read_item_info_and_value(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-inline");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    int64_t before = (int64_t)time(NULL);
+    assert_int_equal(yyc_kv_save(kv, "key", "value", 5, NULL, "ext", 3), YYC_OK);
+
+    yyc_kv_item *item = NULL;
+    assert_int_equal(yyc_kv_get_item(kv, "key", &item), YYC_OK);
+    assert_string_equal(item->key, "key");
+    assert_int_equal(item->value_len, 5);
+    assert_memory_equal(item->value, "value", 5);
+    assert_null(item->filename);
+    assert_int_equal(item->size, 5);
+    assert_true(item->modification_time >= before && item->modification_time <= time(NULL));
+    assert_true(item->last_access_time >= before);
+    assert_int_equal(item->extended_len, 3);
+    assert_memory_equal(item->extended_data, "ext", 3);
+    yyc_kv_item_free(item);
+
+    assert_int_equal(yyc_kv_get_item_info(kv, "key", &item), YYC_OK);
+    assert_null(item->value);
+    assert_int_equal(item->value_len, 0);
+    assert_int_equal(item->size, 5);
+    assert_memory_equal(item->extended_data, "ext", 3);
+    yyc_kv_item_free(item);
+
+    check_value(kv, "key", "value");
+    assert_int_equal(yyc_kv_exists(kv, "key"), YYC_OK);
+    assert_int_equal(yyc_kv_exists(kv, "nope"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_get_item(kv, "nope", &item), YYC_NOTFOUND);
+    assert_null(item);
+    void *v = (void *)1;
+    size_t len = 9;
+    assert_int_equal(yyc_kv_get_value(kv, "nope", &v, &len), YYC_NOTFOUND);
+    assert_null(v);
+    assert_int_equal(len, 0);
+
+    /* Extended data absent or empty reads back as NULL. */
+    assert_int_equal(yyc_kv_save(kv, "key", "v2", 2, NULL, "", 0), YYC_OK);
+    assert_int_equal(yyc_kv_get_item_info(kv, "key", &item), YYC_OK);
+    assert_null(item->extended_data);
+    assert_int_equal(item->extended_len, 0);
+    yyc_kv_item_free(item);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where inline_data is not null"), 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_save_with_filename_writes_the_file_and_a_row_without_inline_data(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-file");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char md5[33], rel[64];
+    yyc_kv_md5_filename("big", md5);
+    char buf[5000];
+    tk_fill(buf, sizeof buf, 1);
+    assert_int_equal(yyc_kv_save(kv, "big", buf, sizeof buf, md5, NULL, 0), YYC_OK);
+    assert_int_equal(tk_file_size(dir, tk_md5_rel(rel, "big")), (long long)sizeof buf);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where inline_data is null and "
+                                 "size = 5000 and filename is not null"),
+                     1);
+    /* No temporary file is left behind. */
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    char p[4096];
+    struct stat st;
+    assert_int_equal(stat(tk_join(p, sizeof p, dir, rel), &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item(kv, "big", &item), YYC_OK);
+    assert_string_equal(item->filename, md5);
+    assert_int_equal(item->value_len, sizeof buf);
+    assert_memory_equal(item->value, buf, sizeof buf);
+    yyc_kv_item_free(item);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "big", &v, &len), YYC_OK);
+    assert_int_equal(len, sizeof buf);
+    assert_memory_equal(v, buf, len);
+    yyc_free(v);
+
+    /* Overwriting the same file name replaces the content. */
+    assert_int_equal(yyc_kv_save(kv, "big", "small", 5, md5, NULL, 0), YYC_OK);
+    check_value(kv, "big", "small");
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-move");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char md5[33], rel[64];
+    yyc_kv_md5_filename("k", md5);
+    tk_md5_rel(rel, "k");
+    save_str(kv, "k", "in a file", md5);
+    assert_true(tk_exists(dir, rel));
+    save_str(kv, "k", "inline now", NULL);
+    assert_false(tk_exists(dir, rel));
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    check_value(kv, "k", "inline now");
+    save_str(kv, "k", "file again", md5);
+    assert_true(tk_exists(dir, rel));
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where inline_data is null"), 1);
+    check_value(kv, "k", "file again");
+
+    /* Deviation: changing a key's file name deletes the old file (YYKVStorage orphaned it). */
+    save_str(kv, "k", "renamed", "custom-name");
+    assert_false(tk_exists(dir, rel));
+    assert_true(tk_exists(dir, "data/custom-name"));
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    check_value(kv, "k", "renamed");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_file_type_without_a_filename_fails_and_writes_nothing(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-filetype");
+    yyc_kv *kv = open_kv(dir, YYC_KV_FILE);
+    assert_int_equal(yyc_kv_save(kv, "k", "v", 1, NULL, NULL, 0), YYC_EINVAL);
+    assert_int_equal(yyc_kv_save(kv, "k", "v", 1, "", NULL, 0), YYC_EINVAL);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_EINVAL);
+    assert_int_equal(kv_count(kv), 0);
+    save_str(kv, "k", "v", "f");
+    check_value(kv, "k", "v");
+    assert_true(tk_exists(dir, "data/f"));
+    assert_int_equal(yyc_kv_remove(kv, "k"), YYC_OK);
+    assert_false(tk_exists(dir, "data/f"));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_sqlite_type_ignores_filenames_and_stores_inline(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-sqlitetype");
+    yyc_kv *kv = open_kv(dir, YYC_KV_SQLITE);
+    save_str(kv, "k", "value", "some-file");
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item(kv, "k", &item), YYC_OK);
+    assert_null(item->filename);
+    yyc_kv_item_free(item);
+    check_value(kv, "k", "value");
+    /* Not even validated: the name is ignored. */
+    save_str(kv, "k2", "value", "../../escape");
+    check_value(kv, "k2", "value");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_empty_values_are_stored_and_read_back_as_empty(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-empty");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    /* Deviation: YYKVStorage refused empty values and kept the old one. */
+    save_str(kv, "inline", "old", NULL);
+    assert_int_equal(yyc_kv_save(kv, "inline", NULL, 0, NULL, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_kv_save(kv, "file", "", 0, "f", NULL, 0), YYC_OK);
+    assert_int_equal(tk_file_size(dir, "data/f"), 0);
+    const char *keys[] = {"inline", "file"};
+    for (int i = 0; i < 2; i++) {
+        void *v = (void *)1;
+        size_t len = 7;
+        assert_int_equal(yyc_kv_get_value(kv, keys[i], &v, &len), YYC_OK);
+        assert_int_equal(len, 0);
+        assert_null(v);
+        yyc_kv_item *item;
+        assert_int_equal(yyc_kv_get_item(kv, keys[i], &item), YYC_OK);
+        assert_int_equal(item->value_len, 0);
+        assert_int_equal(item->size, 0);
+        yyc_kv_item_free(item);
+    }
+    /* Stored as an empty blob, not NULL. */
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key='inline' and "
+                                 "typeof(inline_data)='blob'"),
+                     1);
+    assert_int_equal(yyc_kv_save(kv, "x", NULL, 3, NULL, NULL, 0), YYC_EINVAL);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_empty_key_fails_writes_misses_reads_and_ignores_removals(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-emptykey");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    assert_int_equal(yyc_kv_save(kv, "", "v", 1, NULL, NULL, 0), YYC_EINVAL);
+    assert_int_equal(yyc_kv_save(kv, NULL, "v", 1, NULL, NULL, 0), YYC_EINVAL);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item(kv, "", &item), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_get_item_info(kv, "", &item), YYC_NOTFOUND);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_exists(kv, ""), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_remove(kv, ""), YYC_OK);
+    assert_int_equal(kv_count(kv), 0);
+    /* Empty key lists give empty results. */
+    yyc_kv_item **items = (yyc_kv_item **)1;
+    size_t n = 5;
+    assert_int_equal(yyc_kv_get_items(kv, NULL, 0, &items, &n), YYC_OK);
+    assert_null(items);
+    assert_int_equal(n, 0);
+    assert_int_equal(yyc_kv_remove_keys(kv, NULL, 0), YYC_OK);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_invalid_filenames_are_rejected_and_nothing_is_written(void **state) {
+    (void)state;
+    assert_true(yyc_kv_filename_is_valid("a"));
+    assert_true(yyc_kv_filename_is_valid(".hidden"));
+    assert_true(yyc_kv_filename_is_valid("..."));
+    assert_false(yyc_kv_filename_is_valid(NULL));
+    assert_false(yyc_kv_filename_is_valid(""));
+    assert_false(yyc_kv_filename_is_valid("."));
+    assert_false(yyc_kv_filename_is_valid(".."));
+    assert_false(yyc_kv_filename_is_valid("a/b"));
+    assert_false(yyc_kv_filename_is_valid("../x"));
+    char name[301];
+    memset(name, 'n', 300);
+    name[300] = '\0';
+    assert_false(yyc_kv_filename_is_valid(name));
+    name[255] = '\0';
+    assert_true(yyc_kv_filename_is_valid(name));
+    name[255] = 'n';
+
+    char *dir = test_temp_dir("kv-badname");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    const char *bad[] = {"a/b", "..", ".", "../outside", name};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(yyc_kv_save(kv, "secret-key", "v", 1, bad[i], NULL, 0), YYC_EINVAL);
+        /* Messages never carry keys (or names chosen from keys). */
+        assert_null(strstr(log.last_message, "secret-key"));
+    }
+    assert_int_equal(log.calls, 5);
+    assert_int_equal(log.last_code, YYC_EINVAL);
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    assert_int_equal(tk_count_entries(dir, ""), 5); /* data, trash, manifest, -wal, -shm */
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_md5_filenames_are_lowercase_hex(void **state) {
+    (void)state;
+    char out[33];
+    yyc_kv_md5_filename("", out);
+    assert_string_equal(out, "d41d8cd98f00b204e9800998ecf8427e");
+    yyc_kv_md5_filename("abc", out);
+    assert_string_equal(out, "900150983cd24fb0d6963f7d28e17f72");
+    yyc_kv_md5_filename("The quick brown fox jumps over the lazy dog", out);
+    assert_string_equal(out, "9e107d9d372bb6826bd81d3542a419d6");
+}
+
+/* --- removal --- */
+
+static void kv_remove_by_key_and_by_key_list_delete_rows_and_files(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-remove");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", "fa");
+    save_str(kv, "b", "B", NULL);
+    save_str(kv, "c", "C", "fc");
+    save_str(kv, "d", "D", NULL);
+    assert_int_equal(yyc_kv_remove(kv, "a"), YYC_OK);
+    assert_false(tk_exists(dir, "data/fa"));
+    assert_int_equal(yyc_kv_exists(kv, "a"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_remove(kv, "a"), YYC_OK); /* absent: still OK */
+    const char *keys[] = {"b", "c", "missing"};
+    assert_int_equal(yyc_kv_remove_keys(kv, keys, 3), YYC_OK);
+    assert_false(tk_exists(dir, "data/fc"));
+    assert_int_equal(kv_count(kv), 1);
+    check_value(kv, "d", "D");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_remove_larger_than_removes_big_items_and_honours_sentinels(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-larger");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "s", "1", NULL);
+    save_str(kv, "m", "123", "fm");
+    save_str(kv, "l", "12345", "fl");
+    assert_int_equal(yyc_kv_remove_larger_than(kv, INT64_MAX), YYC_OK);
+    assert_int_equal(kv_count(kv), 3);
+    assert_int_equal(yyc_kv_remove_larger_than(kv, 3), YYC_OK);
+    assert_int_equal(kv_count(kv), 2);
+    assert_false(tk_exists(dir, "data/fl"));
+    assert_true(tk_exists(dir, "data/fm"));
+    assert_int_equal(yyc_kv_remove_larger_than(kv, 0), YYC_OK); /* <= 0: everything */
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_remove_earlier_than_uses_strictly_earlier_access_times(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-earlier");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "t100", "a", "f100");
+    save_str(kv, "t200", "b", NULL);
+    save_str(kv, "t300", "c", NULL);
+    tk_exec(dir, "update manifest set last_access_time = cast(substr(key, 2) as integer)");
+    assert_int_equal(yyc_kv_remove_earlier_than(kv, 0), YYC_OK); /* <= 0: nothing */
+    assert_int_equal(kv_count(kv), 3);
+    assert_int_equal(yyc_kv_remove_earlier_than(kv, 200), YYC_OK);
+    assert_int_equal(kv_count(kv), 2);
+    assert_int_equal(yyc_kv_exists(kv, "t200"), YYC_OK);
+    assert_false(tk_exists(dir, "data/f100"));
+    assert_int_equal(yyc_kv_remove_earlier_than(kv, INT64_MAX), YYC_OK); /* everything */
+    assert_int_equal(kv_count(kv), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-lru");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char key[16];
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "k%02d", i);
+        assert_int_equal(yyc_kv_save(kv, key, "0123456789", 10, (i % 3) ? NULL : key, NULL, 0),
+                         YYC_OK);
+    }
+    /* Every access in the same second: ties resolve by insertion (rowid). */
+    tk_exec(dir, "update manifest set last_access_time = 1000");
+    /* Re-saving k00 gives it a new rowid: it becomes the newest of the tie. */
+    assert_int_equal(yyc_kv_save(kv, "k00", "0123456789", 10, "k00", NULL, 0), YYC_OK);
+    tk_exec(dir, "update manifest set last_access_time = 1000");
+    /* k39 is older than all the others. */
+    tk_exec(dir, "update manifest set last_access_time = 999 where key = 'k39'");
+
+    assert_int_equal(yyc_kv_remove_to_fit_count(kv, INT64_MAX), YYC_OK);
+    assert_int_equal(kv_count(kv), 40);
+    assert_int_equal(yyc_kv_remove_to_fit_count(kv, 36), YYC_OK);
+    assert_int_equal(kv_count(kv), 36);
+    const char *gone[] = {"k39", "k01", "k02", "k03"};
+    for (int i = 0; i < 4; i++) assert_int_equal(yyc_kv_exists(kv, gone[i]), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_exists(kv, "k00"), YYC_OK);
+    assert_int_equal(yyc_kv_exists(kv, "k04"), YYC_OK);
+    assert_false(tk_exists(dir, "data/k03"));
+
+    /* By size: 36 * 10 bytes -> at most 105 bytes keeps the 10 newest (k29..k38, k00). */
+    assert_int_equal(yyc_kv_remove_to_fit_size(kv, 105), YYC_OK);
+    assert_int_equal(kv_count(kv), 10);
+    int64_t size;
+    assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
+    assert_int_equal(size, 100);
+    assert_int_equal(yyc_kv_exists(kv, "k00"), YYC_OK);
+    assert_int_equal(yyc_kv_exists(kv, "k30"), YYC_OK);
+    assert_int_equal(yyc_kv_exists(kv, "k29"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_remove_to_fit_size(kv, INT64_MAX), YYC_OK);
+    assert_int_equal(kv_count(kv), 10);
+    /* Files of evicted items are gone: k30, k33, k36 and k00 remain as files. */
+    assert_int_equal(tk_count_entries(dir, "data"), 4);
+    assert_int_equal(yyc_kv_remove_to_fit_count(kv, 0), YYC_OK); /* <= 0: everything */
+    assert_int_equal(kv_count(kv), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-removeall");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char key[16];
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        save_str(kv, key, "value", (i % 2) ? key : NULL);
+    }
+    assert_int_equal(tk_count_entries(dir, "data"), 25);
+    assert_int_equal(yyc_kv_remove_all(kv), YYC_OK);
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    assert_true(tk_exists(dir, "manifest.sqlite"));
+    assert_int_equal(tk_int(dir, "select count(*) from manifest"), 0);
+    assert_true(WAIT_UNTIL(tk_count_entries(dir, "trash") == 0, 10));
+    /* Still usable. */
+    save_str(kv, "after", "x", "after-file");
+    check_value(kv, "after", "x");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The trash left by an interrupted remove-all is emptied after the next open. */
+static void kv_open_empties_a_leftover_trash(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-trash");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv_close(kv);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/trash/0A1B2C3D-0000-4000-8000-000000000000", dir);
+    assert_int_equal(mkdir(p, 0700), 0);
+    strcat(p, "/file");
+    tk_write_file(p, "x", 1);
+    assert_int_equal(tk_count_entries(dir, "trash"), 1);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    assert_true(WAIT_UNTIL(tk_count_entries(dir, "trash") == 0, 10));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+typedef struct progress_log {
+    int calls;
+    int64_t last_removed, last_total;
+    bool monotonic;
+} progress_log;
+
+static void record_progress(void *ctx, int64_t removed, int64_t total) {
+    progress_log *log = ctx;
+    if (removed < log->last_removed || removed > total) log->monotonic = false;
+    if (log->calls > 0 && total != log->last_total) log->monotonic = false;
+    log->calls++;
+    log->last_removed = removed;
+    log->last_total = total;
+}
+
+static void kv_remove_all_with_progress_reports_monotonically_up_to_the_total(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-progress");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char key[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        save_str(kv, key, "value", (i % 4) ? NULL : key);
+    }
+    progress_log log = {.monotonic = true};
+    assert_int_equal(yyc_kv_remove_all_progress(kv, record_progress, &log), YYC_OK);
+    assert_true(log.monotonic);
+    assert_int_equal(log.calls, 4); /* batches of 32 */
+    assert_int_equal(log.last_removed, 100);
+    assert_int_equal(log.last_total, 100);
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    assert_true(tk_exists(dir, "manifest.sqlite")); /* the slow path keeps the database */
+    /* Empty storage: no batch, no call. */
+    progress_log none = {.monotonic = true};
+    assert_int_equal(yyc_kv_remove_all_progress(kv, record_progress, &none), YYC_OK);
+    assert_int_equal(none.calls, 0);
+    assert_int_equal(yyc_kv_remove_all_progress(kv, NULL, NULL), YYC_OK);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- batches --- */
+
+static void kv_batch_get_and_remove_with_more_keys_than_sqlite_variable_limit(void **state) {
+    (void)state;
+    enum { N = 40000 };
+    char *dir = test_temp_dir("kv-batch");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    /* Fill through a raw transaction (fast), plus a few through the API with files. */
+    sqlite3 *db = tk_raw_open(dir);
+    tk_raw_exec(db, "begin");
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "insert into manifest (key, filename, size, inline_data, "
+                                        "modification_time, last_access_time, extended_data) "
+                                        "values (?1, null, 2, x'4142', 100, 100, null)",
+                                        -1, &s, NULL),
+                     SQLITE_OK);
+    char **keys = calloc(N + 10, sizeof *keys);
+    for (int i = 0; i < N; i++) {
+        assert_true(asprintf(&keys[i], "key-%d", i) > 0);
+        sqlite3_bind_text(s, 1, keys[i], -1, SQLITE_STATIC);
+        assert_int_equal(sqlite3_step(s), SQLITE_DONE);
+        sqlite3_reset(s);
+    }
+    sqlite3_finalize(s);
+    tk_raw_exec(db, "commit");
+    sqlite3_close(db);
+    for (int i = N; i < N + 10; i++) {
+        assert_true(asprintf(&keys[i], "file-%d", i) > 0);
+        save_str(kv, keys[i], "AB", (i % 2) ? keys[i] : NULL);
+    }
+    /* A few keys that do not exist. */
+    const char **req = calloc(N + 20, sizeof *req);
+    for (int i = 0; i < N + 10; i++) req[i] = keys[i];
+    for (int i = N + 10; i < N + 20; i++) req[i] = "absent";
+
+    yyc_kv_item **items = NULL;
+    size_t count = 0;
+    assert_int_equal(yyc_kv_get_item_infos(kv, req, N + 20, &items, &count), YYC_OK);
+    assert_int_equal(count, N + 10);
+    assert_null(items[0]->value);
+    yyc_kv_items_free(items, count);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where last_access_time = 100"), N);
+
+    assert_int_equal(yyc_kv_get_items(kv, req, N + 20, &items, &count), YYC_OK);
+    assert_int_equal(count, N + 10);
+    for (size_t i = 0; i < count; i++) {
+        assert_int_equal(items[i]->value_len, 2);
+        assert_memory_equal(items[i]->value, "AB", 2);
+    }
+    yyc_kv_items_free(items, count);
+    /* Every requested key was touched. */
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where last_access_time = 100"), 0);
+
+    assert_int_equal(yyc_kv_remove_keys(kv, req, N + 20), YYC_OK);
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    for (int i = 0; i < N + 10; i++) free(keys[i]);
+    free(keys);
+    free(req);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- 64-bit sizes --- */
+
+static void kv_totals_above_2_gib_do_not_wrap(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-2gib");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    /* Sizes recorded as YYKVStorage would for huge file values (the files are not needed to
+     * count them). */
+    tk_exec(dir, "insert into manifest values ('a', 'fa', 1500000000, null, 1, 1, null);"
+                 "insert into manifest values ('b', 'fb', 1500000000, null, 2, 2, null);"
+                 "insert into manifest values ('c', 'fc', 3000000000, null, 3, 3, null);");
+    int64_t size = 0;
+    assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
+    assert_int_equal(size, INT64_C(6000000000));
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item_info(kv, "c", &item), YYC_OK);
+    assert_int_equal(item->size, INT64_C(3000000000));
+    yyc_kv_item_free(item);
+    /* LRU by size: drop a (1.5 GB) and b (1.5 GB), keep c. */
+    assert_int_equal(yyc_kv_remove_to_fit_size(kv, INT64_C(3500000000)), YYC_OK);
+    assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
+    assert_int_equal(size, INT64_C(3000000000));
+    assert_int_equal(yyc_kv_remove_larger_than(kv, INT64_C(2500000000)), YYC_OK);
+    assert_int_equal(kv_count(kv), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_inline_values_above_sqlite_limit_fail_with_too_big(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-toobig");
+    yyc_kv *kv = open_kv(dir, YYC_KV_SQLITE);
+    /* 3 GiB of untouched, unreserved zero pages: never read by the library. */
+    size_t len = (size_t)3 << 30;
+    void *big = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (big == MAP_FAILED) skip();
+    assert_int_equal(yyc_kv_save(kv, "big", big, len, NULL, NULL, 0), YYC_ETOOBIG);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ETOOBIG);
+    assert_int_equal(yyc_kv_save(kv, "big", "v", 1, NULL, big, len), YYC_ETOOBIG);
+    munmap(big, len);
+    assert_int_equal(kv_count(kv), 0);
+    save_str(kv, "small", "ok", NULL);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- access time (spec 2.9) --- */
+
+static int64_t atime_of(const char *dir, const char *key) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "select last_access_time from manifest where key = '%s'", key);
+    return tk_int(dir, sql);
+}
+
+static void kv_access_time_is_updated_exactly_as_yykvstorage_does(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-atime");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", NULL);
+    save_str(kv, "b", "B", "fb");
+    save_str(kv, "c", "C", NULL);
+    tk_exec(dir, "update manifest set last_access_time = 100, modification_time = 50");
+    yyc_kv_item *item;
+    int64_t n;
+    /* No update: info, exists, count, size, info lists. */
+    assert_int_equal(yyc_kv_get_item_info(kv, "a", &item), YYC_OK);
+    assert_int_equal(item->last_access_time, 100);
+    yyc_kv_item_free(item);
+    assert_int_equal(yyc_kv_exists(kv, "a"), YYC_OK);
+    assert_int_equal(yyc_kv_count(kv, &n), YYC_OK);
+    assert_int_equal(yyc_kv_size(kv, &n), YYC_OK);
+    const char *ab[] = {"a", "b"};
+    yyc_kv_item **items;
+    size_t count;
+    assert_int_equal(yyc_kv_get_item_infos(kv, ab, 2, &items, &count), YYC_OK);
+    yyc_kv_items_free(items, count);
+    assert_int_equal(atime_of(dir, "a"), 100);
+    assert_int_equal(atime_of(dir, "b"), 100);
+    /* get_item: updated (the item carries the previous time). */
+    assert_int_equal(yyc_kv_get_item(kv, "a", &item), YYC_OK);
+    assert_int_equal(item->last_access_time, 100);
+    assert_int_equal(item->modification_time, 50);
+    yyc_kv_item_free(item);
+    assert_true(atime_of(dir, "a") >= time(NULL) - 1);
+    assert_int_equal(tk_int(dir, "select modification_time from manifest where key='a'"), 50);
+    /* get_value: updated when found (file value too). */
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "b", &v, &len), YYC_OK);
+    yyc_free(v);
+    assert_true(atime_of(dir, "b") >= time(NULL) - 1);
+    /* get_items: every requested key once at least one was found... */
+    tk_exec(dir, "update manifest set last_access_time = 100");
+    const char *cx[] = {"c", "x"};
+    assert_int_equal(yyc_kv_get_items(kv, cx, 2, &items, &count), YYC_OK);
+    assert_int_equal(count, 1);
+    yyc_kv_items_free(items, count);
+    assert_true(atime_of(dir, "c") >= time(NULL) - 1);
+    assert_int_equal(atime_of(dir, "a"), 100);
+    /* ...and nothing when none was found. */
+    const char *xy[] = {"x", "y"};
+    assert_int_equal(yyc_kv_get_items(kv, xy, 2, &items, &count), YYC_OK);
+    assert_int_equal(count, 0);
+    yyc_kv_items_free(items, count);
+    assert_int_equal(atime_of(dir, "a"), 100);
+    /* Save sets both times. */
+    save_str(kv, "a", "A2", NULL);
+    assert_true(atime_of(dir, "a") >= time(NULL) - 1);
+    assert_true(tk_int(dir, "select modification_time from manifest where key='a'") >=
+                time(NULL) - 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- compatibility --- */
+
+static void kv_reads_a_manifest_written_by_yykvstorage(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-compat");
+    char p[4096];
+    assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "data"), 0755), 0);
+    assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "trash"), 0755), 0);
+    /* Exactly YYKVStorage's initialization script (spec 2.2) and rows as it writes them. */
+    sqlite3 *db = tk_raw_open(dir);
+    tk_raw_exec(db,
+                "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
+                "exists manifest (key text, filename text, size integer, inline_data blob, "
+                "modification_time integer, last_access_time integer, extended_data blob, "
+                "primary key(key)); create index if not exists last_access_time_idx on "
+                "manifest(last_access_time);");
+    char md5[33], rel[64], sql[512];
+    yyc_kv_md5_filename("file-key", md5);
+    tk_md5_rel(rel, "file-key");
+    char big[30000];
+    tk_fill(big, sizeof big, 9);
+    tk_write_file(tk_join(p, sizeof p, dir, rel), big, sizeof big);
+    snprintf(sql, sizeof sql,
+             "insert or replace into manifest (key, filename, size, inline_data, "
+             "modification_time, last_access_time, extended_data) values ('file-key', '%s', "
+             "30000, null, 1500000000, 1500000001, x'');",
+             md5);
+    tk_raw_exec(db, sql);
+    tk_raw_exec(db, "insert or replace into manifest (key, filename, size, inline_data, "
+                    "modification_time, last_access_time, extended_data) values ('inline-key', "
+                    "null, 5, x'68656c6c6f', 1400000000, 1400000002, x'0102');");
+    sqlite3_close(db);
+
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item_info(kv, "file-key", &item), YYC_OK);
+    assert_string_equal(item->filename, md5);
+    assert_int_equal(item->size, 30000);
+    assert_int_equal(item->modification_time, 1500000000);
+    assert_int_equal(item->last_access_time, 1500000001);
+    assert_null(item->extended_data); /* zero-length reads as absent */
+    yyc_kv_item_free(item);
+    assert_int_equal(yyc_kv_get_item(kv, "file-key", &item), YYC_OK);
+    assert_int_equal(item->value_len, sizeof big);
+    assert_memory_equal(item->value, big, sizeof big);
+    yyc_kv_item_free(item);
+    assert_int_equal(yyc_kv_get_item(kv, "inline-key", &item), YYC_OK);
+    assert_null(item->filename);
+    assert_int_equal(item->value_len, 5);
+    assert_memory_equal(item->value, "hello", 5);
+    assert_int_equal(item->extended_len, 2);
+    assert_memory_equal(item->extended_data, "\x01\x02", 2);
+    assert_int_equal(item->modification_time, 1400000000);
+    yyc_kv_item_free(item);
+    const char *both[] = {"inline-key", "file-key"};
+    yyc_kv_item **items;
+    size_t count;
+    assert_int_equal(yyc_kv_get_items(kv, both, 2, &items, &count), YYC_OK);
+    assert_int_equal(count, 2);
+    yyc_kv_items_free(items, count);
+    int64_t size;
+    assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
+    assert_int_equal(size, 30005);
+    /* The three FILE/SQLITE types read the same folder. */
+    yyc_kv_close(kv);
+    kv = open_kv(dir, YYC_KV_FILE);
+    check_value(kv, "inline-key", "hello");
+    assert_int_equal(yyc_kv_remove(kv, "file-key"), YYC_OK);
+    assert_false(tk_exists(dir, rel));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- faults --- */
+
+static void kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-missing");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "AAAA", "fa");
+    save_str(kv, "b", "BBBB", "fb");
+    save_str(kv, "c", "CCCC", "fc");
+    save_str(kv, "d", "DDDD", NULL);
+    char p[4096];
+    assert_int_equal(unlink(tk_join(p, sizeof p, dir, "data/fa")), 0);
+    assert_int_equal(unlink(tk_join(p, sizeof p, dir, "data/fb")), 0);
+    assert_int_equal(unlink(tk_join(p, sizeof p, dir, "data/fc")), 0);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item(kv, "a", &item), YYC_NOTFOUND);
+    assert_null(item);
+    assert_int_equal(yyc_kv_exists(kv, "a"), YYC_NOTFOUND);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "b", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_exists(kv, "b"), YYC_NOTFOUND);
+    const char *cd[] = {"c", "d"};
+    yyc_kv_item **items;
+    size_t count;
+    assert_int_equal(yyc_kv_get_items(kv, cd, 2, &items, &count), YYC_OK);
+    assert_int_equal(count, 1);
+    assert_string_equal(items[0]->key, "d");
+    yyc_kv_items_free(items, count);
+    assert_int_equal(kv_count(kv), 1);
+
+    /* Deviation: a file of another size than recorded (truncated) is a miss too, and goes. */
+    save_str(kv, "t", "0123456789", "ft");
+    assert_int_equal(truncate(tk_join(p, sizeof p, dir, "data/ft"), 4), 0);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    assert_int_equal(yyc_kv_get_value(kv, "t", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(log.corrupt_events, 1);
+    assert_false(tk_exists(dir, "data/ft"));
+    assert_int_equal(yyc_kv_exists(kv, "t"), YYC_NOTFOUND);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_garbage_manifest_is_rebuilt_and_reported(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-garbage");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", NULL);
+    save_str(kv, "b", "B", "fb");
+    yyc_kv_close(kv);
+    char p[4096];
+    char junk[8192];
+    tk_fill(junk, sizeof junk, 77);
+    tk_write_file(tk_join(p, sizeof p, dir, "manifest.sqlite"), junk, sizeof junk);
+
+    /* Through the open's own hook... */
+    hook_log log = {0};
+    assert_int_equal(yyc__kv_open_ex(dir, YYC_KV_MIXED, record_hook, &log, &kv), YYC_OK);
+    assert_int_equal(log.corrupt_events, 1);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ECORRUPT);
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0); /* its files went to the trash */
+    save_str(kv, "c", "C", "fc");
+    check_value(kv, "c", "C");
+    yyc_kv_close(kv);
+
+    /* ...and through a hook set after a plain open (the event waits for it). */
+    tk_write_file(tk_join(p, sizeof p, dir, "manifest.sqlite"), junk, sizeof junk);
+    char wal[4096];
+    unlink(tk_join(wal, sizeof wal, dir, "manifest.sqlite-wal"));
+    kv = open_kv(dir, YYC_KV_SQLITE);
+    hook_log later = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &later);
+    assert_int_equal(later.corrupt_events, 1);
+    assert_int_equal(kv_count(kv), 0);
+    yyc_kv_close(kv);
+
+    /* A manifest table without YYKVStorage's columns is rebuilt as well. */
+    unlink(p);
+    tk_exec(dir, "create table manifest (k text)");
+    kv = open_kv(dir, YYC_KV_MIXED);
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ECORRUPT);
+    save_str(kv, "x", "X", NULL);
+    check_value(kv, "x", "X");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-busy");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", NULL);
+    save_str(kv, "b", "B", "fb");
+    yyc__kv_set_busy_timeout(kv, 200);
+    sqlite3 *other = tk_raw_open(dir);
+    tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
+    double t0 = test_now();
+    assert_int_equal(yyc_kv_save(kv, "c", "C", 1, NULL, NULL, 0), YYC_EBUSY);
+    assert_true(test_now() - t0 < 3.0);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_EBUSY);
+    assert_int_equal(e.sqlite_code & 0xff, SQLITE_BUSY);
+    assert_int_equal(yyc_kv_remove(kv, "a"), YYC_EBUSY);
+    /* Reads still work in WAL mode; the access-time update failing does not fail them. */
+    check_value(kv, "a", "A");
+    check_value(kv, "b", "B");
+    tk_raw_exec(other, "rollback");
+    save_str(kv, "c", "C", NULL);
+    assert_int_equal(kv_count(kv), 3);
+    assert_true(tk_exists(dir, "data/fb"));
+    yyc_kv_close(kv);
+
+    /* An open that cannot switch to WAL because the database is locked fails with
+     * YYC_EBUSY, and deletes nothing. */
+    tk_raw_exec(other, "pragma journal_mode = delete; begin exclusive; "
+                       "insert into manifest (key, size) values ('z', 0);");
+    t0 = test_now();
+    assert_int_equal(yyc_kv_open(dir, YYC_KV_MIXED, &kv), YYC_EBUSY);
+    assert_null(kv);
+    tk_raw_exec(other, "rollback");
+    sqlite3_close(other);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    assert_int_equal(kv_count(kv), 3);
+    check_value(kv, "b", "B");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_read_only_folder_gives_a_permission_error(void **state) {
+    (void)state;
+    char *base = test_temp_dir("kv-readonly");
+    /* Root ignores permission bits: run the scenario with the effective uid of nobody. */
+    bool as_root = geteuid() == 0;
+    if (as_root) {
+        if (chown(base, 65534, 65534) != 0 || seteuid(65534) != 0) {
+            test_rm_rf(base);
+            free(base);
+            skip();
+        }
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/cache", base);
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", NULL);
+    save_str(kv, "b", "B", "fb");
+    char p[4096];
+    assert_int_equal(chmod(tk_join(p, sizeof p, dir, "data"), 0500), 0);
+    assert_int_equal(yyc_kv_save(kv, "c", "C", 1, "fc", NULL, 0), YYC_EPERM);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_EPERM);
+    assert_int_equal(e.sys_errno, EACCES);
+    assert_int_equal(yyc_kv_exists(kv, "c"), YYC_NOTFOUND);
+    yyc_kv_close(kv);
+
+    assert_int_equal(chmod(dir, 0500), 0);
+    int rc = yyc_kv_open(dir, YYC_KV_MIXED, &kv);
+    assert_int_equal(rc, YYC_EPERM);
+    assert_null(kv);
+    assert_int_equal(chmod(dir, 0700), 0);
+    assert_int_equal(chmod(tk_join(p, sizeof p, dir, "data"), 0700), 0);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    check_value(kv, "b", "B");
+    yyc_kv_close(kv);
+    if (as_root) assert_int_equal(seteuid(0), 0);
+    test_rm_rf(base);
+    free(base);
+}
+
+static void kv_lazy_reopen_follows_yykvstorage_retry_limits(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-reopen");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "a", "A", NULL);
+    /* Real limits: after a failed reopen, calls within 2 s fail at once. */
+    yyc__kv_fail_next_opens(kv, 1);
+    assert_int_equal(yyc_kv_remove_all(kv), YYC_EIO);
+    assert_false(yyc__kv_is_open(kv));
+    double t0 = test_now();
+    assert_int_equal(yyc_kv_save(kv, "b", "B", 1, NULL, NULL, 0), YYC_ECLOSED);
+    assert_true(test_now() - t0 < 1.0);
+    /* Shorter spacing for the rest of the test: 8 tries in a row, then never again. */
+    yyc__kv_set_reopen_policy(kv, 8, 0.05);
+    usleep(60000);
+    save_str(kv, "b", "B", NULL); /* the second try succeeds */
+    assert_true(yyc__kv_is_open(kv));
+    check_value(kv, "b", "B");
+
+    yyc__kv_fail_next_opens(kv, 100);
+    assert_int_equal(yyc_kv_remove_all(kv), YYC_EIO); /* failure 1 */
+    for (int i = 2; i <= 8; i++) {
+        assert_int_equal(yyc_kv_count(kv, &(int64_t){0}), YYC_ECLOSED); /* too soon */
+        usleep(60000);
+        assert_int_equal(yyc_kv_count(kv, &(int64_t){0}), YYC_EIO); /* failure i */
+    }
+    usleep(60000);
+    yyc__kv_fail_next_opens(kv, 0);
+    assert_int_equal(yyc_kv_count(kv, &(int64_t){0}), YYC_ECLOSED); /* limit reached */
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_symlinks_in_the_folder_are_never_followed(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-links");
+    char *outside = test_temp_dir("kv-outside");
+    char p[4096], q[4096];
+    tk_write_file(tk_join(p, sizeof p, outside, "precious"), "keep", 4);
+    /* data/ is a link to the outside folder: it is replaced by a real folder. */
+    assert_int_equal(symlink(outside, tk_join(p, sizeof p, dir, "data")), 0);
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    struct stat st;
+    assert_int_equal(lstat(tk_join(p, sizeof p, dir, "data"), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    /* A link planted under a value's file name is replaced, never written through. */
+    assert_int_equal(symlink(tk_join(q, sizeof q, outside, "precious"),
+                             tk_join(p, sizeof p, dir, "data/victim")),
+                     0);
+    save_str(kv, "k", "overwritten?", "victim");
+    assert_int_equal(tk_file_size(outside, "precious"), 4);
+    check_value(kv, "k", "overwritten?");
+    /* A link read as a value is a miss. */
+    save_str(kv, "l", "xy", "linked");
+    unlink(tk_join(p, sizeof p, dir, "data/linked"));
+    assert_int_equal(symlink(tk_join(q, sizeof q, outside, "precious"), p), 0);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "l", &v, &len), YYC_NOTFOUND);
+    /* Links inside data/ go to the trash and are removed, not followed. */
+    assert_int_equal(symlink(outside, tk_join(p, sizeof p, dir, "data/dirlink")), 0);
+    assert_int_equal(yyc_kv_remove_all(kv), YYC_OK);
+    assert_true(WAIT_UNTIL(tk_count_entries(dir, "trash") == 0, 10));
+    assert_int_equal(tk_file_size(outside, "precious"), 4);
+    assert_int_equal(tk_count_entries(outside, ""), 1);
+    /* A row naming a path outside data/ (written by someone else) touches nothing. */
+    tk_exec(dir, "insert into manifest values ('evil', '../../precious', 4, null, 1, 1, null)");
+    assert_int_equal(yyc_kv_get_value(kv, "evil", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_remove(kv, "evil"), YYC_OK);
+    assert_int_equal(tk_file_size(outside, "precious"), 4);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    test_rm_rf(outside);
+    free(dir);
+    free(outside);
+}
+
+static void kv_statements_are_reset_after_use_so_checkpoints_complete(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-wal");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    for (int i = 0; i < 20; i++) save_str(kv, "k", "value", NULL);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item_info(kv, "k", &item), YYC_OK); /* stops on a row */
+    yyc_kv_item_free(item);
+    assert_int_equal(yyc_kv_exists(kv, "k"), YYC_OK);
+    /* A truncating checkpoint from another connection can only finish if no read transaction
+     * of ours is still open. */
+    sqlite3 *db = tk_raw_open(dir);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "pragma wal_checkpoint(truncate)", -1, &s, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(s, 0), 0); /* not busy */
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    assert_int_equal(tk_file_size(dir, "manifest.sqlite-wal"), 0);
+    yyc_kv_close(kv);
+    /* Close leaves no -wal behind (every statement was finalized, so the close completed). */
+    assert_false(tk_exists(dir, "manifest.sqlite-wal"));
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_errors_reach_the_hook_and_the_last_error_without_printing(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-errors");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    assert_false(yyc_kv_error_logs_enabled(kv));
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    assert_int_equal(yyc_kv_save(kv, "", "v", 1, NULL, NULL, 0), YYC_EINVAL);
+    assert_int_equal(log.calls, 1);
+    assert_int_equal(log.last_code, YYC_EINVAL);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_EINVAL);
+    assert_int_equal(e.sqlite_code, 0);
+    assert_true(strlen(e.message) > 0);
+    yyc_kv_set_error_hook(kv, NULL, NULL);
+    assert_int_equal(yyc_kv_save(kv, "", "v", 1, NULL, NULL, 0), YYC_EINVAL);
+    assert_int_equal(log.calls, 1);
+    yyc_kv_set_error_logs_enabled(kv, true);
+    assert_true(yyc_kv_error_logs_enabled(kv));
+    yyc_kv_close(kv);
+    yyc_kv_close(NULL);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
+        cmocka_unit_test(kv_open_rejects_bad_arguments),
+        cmocka_unit_test(kv_save_inline_then_read_item_info_and_value),
+        cmocka_unit_test(kv_save_with_filename_writes_the_file_and_a_row_without_inline_data),
+        cmocka_unit_test(kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file),
+        cmocka_unit_test(kv_file_type_without_a_filename_fails_and_writes_nothing),
+        cmocka_unit_test(kv_sqlite_type_ignores_filenames_and_stores_inline),
+        cmocka_unit_test(kv_empty_values_are_stored_and_read_back_as_empty),
+        cmocka_unit_test(kv_empty_key_fails_writes_misses_reads_and_ignores_removals),
+        cmocka_unit_test(kv_invalid_filenames_are_rejected_and_nothing_is_written),
+        cmocka_unit_test(kv_md5_filenames_are_lowercase_hex),
+        cmocka_unit_test(kv_remove_by_key_and_by_key_list_delete_rows_and_files),
+        cmocka_unit_test(kv_remove_larger_than_removes_big_items_and_honours_sentinels),
+        cmocka_unit_test(kv_remove_earlier_than_uses_strictly_earlier_access_times),
+        cmocka_unit_test(kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion),
+        cmocka_unit_test(kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later),
+        cmocka_unit_test(kv_open_empties_a_leftover_trash),
+        cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
+        cmocka_unit_test(kv_batch_get_and_remove_with_more_keys_than_sqlite_variable_limit),
+        cmocka_unit_test(kv_totals_above_2_gib_do_not_wrap),
+        cmocka_unit_test(kv_inline_values_above_sqlite_limit_fail_with_too_big),
+        cmocka_unit_test(kv_access_time_is_updated_exactly_as_yykvstorage_does),
+        cmocka_unit_test(kv_reads_a_manifest_written_by_yykvstorage),
+        cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
+        cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
+        cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),
+        cmocka_unit_test(kv_a_read_only_folder_gives_a_permission_error),
+        cmocka_unit_test(kv_lazy_reopen_follows_yykvstorage_retry_limits),
+        cmocka_unit_test(kv_symlinks_in_the_folder_are_never_followed),
+        cmocka_unit_test(kv_statements_are_reset_after_use_so_checkpoints_complete),
+        cmocka_unit_test(kv_errors_reach_the_hook_and_the_last_error_without_printing),
+};
+
+YYC_TEST_MAIN(tests)
