@@ -11,7 +11,7 @@
 
 /* --- private prototypes --- */
 
-static bool resize(yyc__lru_map *m, size_t new_buckets);
+static void start_resize(yyc__lru_map *m, size_t new_buckets);
 static void grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
 static yyc__lru_node *new_node(const void *key, size_t key_len, uint32_t hash);
@@ -133,47 +133,95 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
         n = next;
     }
     free(m->buckets);
+    free(m->old);
     uint64_t seed = m->seed;
     memset(m, 0, sizeof *m);
     m->seed = seed;
 }
 
-/* Rebuilds the chains in a table of new_buckets slots (a power of two). Chains are rebuilt by
- * walking the LRU list, so the order inside a chain is MRU first, which suits lookups. Returns
- * false (table unchanged) if the allocation failed. */
-static bool resize(yyc__lru_map *m, size_t new_buckets) {
-    yyc__lru_node **nb = calloc(new_buckets, sizeof *nb);
-    if (!nb) return false;
-    size_t mask = new_buckets - 1;
-    /* Walk from the tail and push at chain heads, so each chain ends up MRU first. */
-    for (yyc__lru_node *n = m->tail; n; n = n->prev) {
-        size_t i = n->hash & mask;
-        n->chain = nb[i];
-        nb[i] = n;
+/* --- incremental resize --- */
+
+/* The chain slot where a node with hash h lives (or would be inserted): see the invariants. */
+static inline yyc__lru_node **slot_for(const yyc__lru_map *m, uint32_t h) {
+    if (m->old) {
+        size_t i = h & m->old_mask;
+        if (i >= m->migrate_pos) return &m->old[i];
     }
-    free(m->buckets);
-    m->buckets = nb;
-    m->mask = mask;
-    return true;
+    return &m->buckets[h & m->mask];
 }
 
-/* Keeps the load factor <= 1 (count <= buckets). The table index uses 32 hash bits, so the
- * table stops growing at 2^32 slots. A failed growth is harmless: chains get longer. */
+/* Moves the chain of old slot migrate_pos into the current table. Returns the nodes moved. */
+static size_t migrate_slot(yyc__lru_map *m) {
+    yyc__lru_node *n = m->old[m->migrate_pos];
+    m->old[m->migrate_pos] = NULL;
+    m->migrate_pos++;
+    size_t moved = 0;
+    while (n) {
+        yyc__lru_node *next = n->chain;
+        size_t j = n->hash & m->mask;
+        n->chain = m->buckets[j];
+        m->buckets[j] = n;
+        n = next;
+        moved++;
+    }
+    if (m->migrate_pos > m->old_mask) {
+        free(m->old);
+        m->old = NULL;
+        m->old_mask = 0;
+        m->migrate_pos = 0;
+    }
+    return moved;
+}
+
+/* A bounded step of migration, done by every mutating call: about 32 units of work where a
+ * slot visit costs 1 and a moved node 4 (a likely cache miss). Growing from S to 2S slots
+ * moves ~S nodes over the >= S inserts before the next growth, so migration always finishes
+ * in time; empty slots are cheap, so a shrink of a sparse table finishes quickly. */
+static void migrate_some(yyc__lru_map *m) {
+    size_t budget = 32;
+    while (m->old && budget > 0) {
+        size_t cost = 1 + 4 * migrate_slot(m);
+        budget = cost >= budget ? 0 : budget - cost;
+    }
+}
+
+/* Starts moving to a table of new_buckets slots (a power of two). A previous migration still
+ * under way is finished first (rare: the steps above normally complete it in time). If the
+ * allocation fails nothing changes: chains just get longer. */
+static void start_resize(yyc__lru_map *m, size_t new_buckets) {
+    while (m->old) migrate_slot(m);
+    yyc__lru_node **nb = calloc(new_buckets, sizeof *nb);
+    if (!nb) return;
+    if (!m->buckets) {
+        m->buckets = nb;
+        m->mask = new_buckets - 1;
+        return;
+    }
+    m->old = m->buckets;
+    m->old_mask = m->mask;
+    m->migrate_pos = 0;
+    m->buckets = nb;
+    m->mask = new_buckets - 1;
+}
+
+/* Keeps the load factor <= 1 (count <= slots of the current table). The index uses 32 hash
+ * bits, so the table stops growing at 2^32 slots. */
 static void grow_if_needed(yyc__lru_map *m) {
     if (!m->buckets) {
-        resize(m, YYC__LRU_MIN_BUCKETS);
+        start_resize(m, YYC__LRU_MIN_BUCKETS);
         return;
     }
     size_t buckets = m->mask + 1;
     if (m->count >= buckets && buckets <= (size_t)UINT32_MAX && buckets <= SIZE_MAX / 2)
-        resize(m, buckets * 2);
+        start_resize(m, buckets * 2);
 }
 
 /* Halves the table when it is at most 1/8 full, so trims give memory back; hysteresis (grow at
  * 1, shrink at 1/8 to 1/4) keeps the cost amortized O(1). */
 static void shrink_if_sparse(yyc__lru_map *m) {
     size_t buckets = m->mask + 1;
-    if (buckets > YYC__LRU_MIN_BUCKETS && m->count <= buckets / 8) resize(m, buckets / 2);
+    if (!m->old && buckets > YYC__LRU_MIN_BUCKETS && m->count <= buckets / 8)
+        start_resize(m, buckets / 2);
 }
 
 static yyc__lru_node *new_node(const void *key, size_t key_len, uint32_t hash) {
@@ -201,7 +249,7 @@ static void link_head(yyc__lru_map *m, yyc__lru_node *n) {
 static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key, size_t key_len,
                                          uint32_t h) {
     if (!m->buckets) return NULL;
-    for (yyc__lru_node *n = m->buckets[h & m->mask]; n; n = n->chain) {
+    for (yyc__lru_node *n = *slot_for(m, h); n; n = n->chain) {
         if (n->hash == h && n->key_len == key_len && (key_len == 0 || memcmp(n->key, key, key_len) == 0))
             return n;
     }
@@ -210,13 +258,14 @@ static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key,
 
 /* Adds n (already hashed) to its chain and at the list head; grows first if needed. */
 static void add_node(yyc__lru_map *m, yyc__lru_node *n) {
+    migrate_some(m);
     grow_if_needed(m);
     if (!m->buckets) { /* the very first table could not be allocated: chain nothing */
         return;
     }
-    size_t i = n->hash & m->mask;
-    n->chain = m->buckets[i];
-    m->buckets[i] = n;
+    yyc__lru_node **slot = slot_for(m, n->hash);
+    n->chain = *slot;
+    *slot = n;
     link_head(m, n);
     m->count++;
     cost_add(m, n->cost);
@@ -275,10 +324,9 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     n->cost = cost;
 }
 
-/* Unlinks without considering a shrink (used by pop_tail loops too: the shrink check is cheap
- * and done by the callers below). */
+/* Takes n out of its chain and the list and updates the totals. */
 static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
-    yyc__lru_node **pp = &m->buckets[n->hash & m->mask];
+    yyc__lru_node **pp = slot_for(m, n->hash);
     while (*pp != n) pp = &(*pp)->chain;
     *pp = n->chain;
     if (n->prev) n->prev->next = n->next;
@@ -294,6 +342,7 @@ static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
 
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *n) {
     unlink_node(m, n);
+    migrate_some(m);
     shrink_if_sparse(m);
 }
 
@@ -311,6 +360,7 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m) {
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     yyc__lru_node *list = m->head;
     *out_table = m->buckets;
+    free(m->old); /* rare: only while a resize is under way */
     uint64_t seed = m->seed;
     memset(m, 0, sizeof *m);
     m->seed = seed;
@@ -340,6 +390,15 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         CHECK(buckets >= YYC__LRU_MIN_BUCKETS && (buckets & m->mask) == 0);
     } else {
         CHECK(m->count == 0);
+        CHECK(m->old == NULL);
+    }
+    if (m->old) {
+        size_t old_buckets = m->old_mask + 1;
+        CHECK(old_buckets >= YYC__LRU_MIN_BUCKETS && (old_buckets & m->old_mask) == 0);
+        CHECK(m->migrate_pos <= m->old_mask);
+        for (size_t i = 0; i < m->migrate_pos; i++) CHECK(m->old[i] == NULL);
+    } else {
+        CHECK(m->old_mask == 0 && m->migrate_pos == 0);
     }
     /* Walk the list: links both ways, count, cost sum, and each node findable in its chain. */
     size_t n_list = 0, lo = 0, hi = 0;
@@ -351,7 +410,7 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         lo += n->cost;
         if (lo < n->cost) hi++;
         CHECK(n->hash == (uint32_t)yyc__hash_bytes(n->key, n->key_len, m->seed));
-        const yyc__lru_node *c = m->buckets[n->hash & m->mask];
+        const yyc__lru_node *c = *slot_for(m, n->hash);
         while (c && c != n) c = c->chain;
         CHECK(c == n);
         CHECK(yyc__lru_map_find(m, n->key, n->key_len) == n); /* no duplicate key before n */
@@ -360,18 +419,29 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
     CHECK(prev == m->tail);
     CHECK(n_list == m->count);
     CHECK(lo == m->cost_lo && hi == m->cost_hi);
-    /* Every chained node is in its right bucket; the chains hold exactly count nodes. */
+    /* Every chained node is in the slot the placement rule gives; the chains of both tables
+     * hold exactly count nodes. */
+    size_t n_chain = 0;
     if (m->buckets) {
-        size_t n_chain = 0;
         for (size_t i = 0; i <= m->mask; i++) {
             for (const yyc__lru_node *c = m->buckets[i]; c; c = c->chain) {
                 CHECK((c->hash & m->mask) == i);
+                CHECK(!m->old || (c->hash & m->old_mask) < m->migrate_pos);
                 CHECK(n_chain < m->count);
                 n_chain++;
             }
         }
-        CHECK(n_chain == m->count);
     }
+    if (m->old) {
+        for (size_t i = m->migrate_pos; i <= m->old_mask; i++) {
+            for (const yyc__lru_node *c = m->old[i]; c; c = c->chain) {
+                CHECK((c->hash & m->old_mask) == i);
+                CHECK(n_chain < m->count);
+                n_chain++;
+            }
+        }
+    }
+    CHECK(n_chain == m->count);
     return true;
 }
 #undef CHECK

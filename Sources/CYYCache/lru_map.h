@@ -6,7 +6,8 @@
  * recently used. One allocation per entry: the node with the key bytes inline. Keys are
  * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes).
  * Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles (and halves) with
- * the entry count, amortized O(1).
+ * the entry count, and rehashes incrementally (a few slots per mutating call), so no call
+ * stalls on a full rehash (one would take ~10 ms at a million entries, under the owner's lock).
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
@@ -55,8 +56,14 @@ typedef struct yyc__lru_node {
  * Invariants (checked by yyc__lru_map_check in test builds):
  *   - buckets is NULL and mask is 0 iff the map has never held an entry since init or since
  *     detach_all; otherwise buckets has mask + 1 slots, a power of two >= YYC__LRU_MIN_BUCKETS.
- *   - every node is in exactly one bucket chain, the one at index (node->hash & mask), and on
- *     the LRU list exactly once; no other node is in either.
+ *   - Incremental resize (so that no single call rehashes the whole table): while old is not
+ *     NULL the table is migrating from old (old_mask + 1 slots) to buckets. A node with hash h
+ *     lives in old[h & old_mask] if that index is >= migrate_pos (not migrated yet), else in
+ *     buckets[h & mask]; old[i] is NULL for every i < migrate_pos. Every mutating call
+ *     migrates a few old slots; when migrate_pos passes old_mask, old is freed. Lookups probe
+ *     exactly one chain either way.
+ *   - every node is in exactly one bucket chain, the one the rule above gives, and on the LRU
+ *     list exactly once; no other node is in either.
  *   - head->prev == NULL, tail->next == NULL, and for every node n: n->next->prev == n and
  *     n->prev->next == n when those neighbours exist; head == NULL iff tail == NULL iff
  *     count == 0.
@@ -67,6 +74,9 @@ typedef struct yyc__lru_node {
 typedef struct yyc__lru_map {
     yyc__lru_node **buckets; /* chain heads; NULL until the first insert */
     size_t mask;             /* bucket count - 1 (0 while buckets is NULL) */
+    yyc__lru_node **old;     /* table being migrated from, or NULL */
+    size_t old_mask;         /* old's slot count - 1 */
+    size_t migrate_pos;      /* old slots below this index are migrated (empty) */
     size_t count;            /* number of entries */
     size_t cost_lo;          /* low word of the exact cost sum */
     size_t cost_hi;          /* carries out of cost_lo */
@@ -118,8 +128,8 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
 
 /* Empties the map in O(1): returns the former list (head first, linked through next, ending in
  * NULL; owned by the caller, free each node with yyc__lru_node_free) and stores the former
- * bucket array in *out_table (owned by the caller, free it with free(); may be NULL). The map
- * is left as after init but keeps its seed. */
+ * bucket array in *out_table (owned by the caller, free it with free(); may be NULL; a table
+ * still being migrated from is freed here). The map is left as after init but keeps its seed. */
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table);
 
 /* Frees a node that is not in any map. NULL is fine. */
