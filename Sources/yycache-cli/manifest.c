@@ -1,0 +1,437 @@
+/*
+ * manifest.c - read-only access to a cache folder for stats, ls and verify.
+ *
+ * The manifest is opened with sqlite3 directly, SQLITE_OPEN_READONLY, never through the
+ * library: nothing here writes a row, rebuilds a manifest, empties trash/ or touches data/.
+ *
+ * A reader of a WAL database normally creates the -wal and -shm companion files when they are
+ * missing (and leaves them behind). To leave an idle folder exactly as it was, a folder without
+ * manifest.sqlite-wal is read with `immutable=1` (no locks, no companion files); if a writer
+ * appeared meanwhile (a -wal now exists, or manifest.sqlite changed), the snapshot is thrown away
+ * and everything is read again through an ordinary read-only connection. A folder that is in use
+ * (its -wal exists) is always read through the ordinary read-only connection.
+ */
+#include "cli.h"
+
+#include <yycache/yycache.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 5000
+
+/* ---- paths ---- */
+
+/* path + "/" + name, or NULL (out of memory, reported). Free with free(). */
+static char *join(const char *path, const char *name) {
+    size_t a = strlen(path), b = strlen(name);
+    char *s = malloc(a + b + 2);
+    if (!s) {
+        cli_error(path, "out of memory");
+        return NULL;
+    }
+    memcpy(s, path, a);
+    s[a] = '/';
+    memcpy(s + a + 1, name, b + 1);
+    return s;
+}
+
+bool cli_check_cache_folder(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        cli_error(path, "%s", strerror(errno));
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        cli_error(path, "%s", strerror(ENOTDIR));
+        return false;
+    }
+    char *db = join(path, "manifest.sqlite");
+    if (!db) return false;
+    bool ok = stat(db, &st) == 0 && S_ISREG(st.st_mode);
+    if (!ok) cli_error(path, "not a cache folder (no manifest.sqlite)");
+    free(db);
+    return ok;
+}
+
+/* ---- the read-only connection ---- */
+
+typedef struct ro_conn {
+    sqlite3 *db;
+    bool immutable;
+    struct stat db_stat; /* manifest.sqlite when opened immutable */
+    char *db_path, *wal_path;
+} ro_conn;
+
+/* "file:" URI for a path: every byte but unreserved characters and '/' percent-encoded. */
+static char *file_uri(const char *db_path, const char *query) {
+    size_t n = strlen(db_path);
+    char *uri = malloc(5 + 3 * n + strlen(query) + 1);
+    if (!uri) return NULL;
+    char *p = uri;
+    p += sprintf(p, "file:");
+    for (const unsigned char *s = (const unsigned char *)db_path; *s; s++) {
+        if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+            strchr("/-._~", *s))
+            *p++ = (char)*s;
+        else
+            p += sprintf(p, "%%%02X", *s);
+    }
+    strcpy(p, query);
+    return uri;
+}
+
+static void ro_close(ro_conn *c) {
+    if (c->db) sqlite3_close(c->db);
+    free(c->db_path);
+    free(c->wal_path);
+    memset(c, 0, sizeof *c);
+}
+
+/* Opens path/manifest.sqlite read-only (immutable when allowed and no -wal exists) and checks
+ * that it holds a `manifest` table. Prints the error and returns false on failure. */
+static bool ro_open(const char *path, bool allow_immutable, ro_conn *c) {
+    memset(c, 0, sizeof *c);
+    c->db_path = join(path, "manifest.sqlite");
+    c->wal_path = join(path, "manifest.sqlite-wal");
+    if (!c->db_path || !c->wal_path) {
+        ro_close(c);
+        return false;
+    }
+    struct stat wal;
+    c->immutable = allow_immutable && lstat(c->wal_path, &wal) != 0 && errno == ENOENT &&
+                   stat(c->db_path, &c->db_stat) == 0;
+    char *uri = file_uri(c->db_path, c->immutable ? "?immutable=1" : "?mode=ro");
+    if (!uri) {
+        cli_error(path, "out of memory");
+        ro_close(c);
+        return false;
+    }
+    int rc = sqlite3_open_v2(uri, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    free(uri);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
+        /* A reader never checkpoints or deletes the WAL of a cache in use. */
+        sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
+        sqlite3_stmt *st = NULL;
+        rc = sqlite3_prepare_v2(c->db,
+                                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'manifest'",
+                                -1, &st, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc == SQLITE_DONE) {
+            cli_error(path, "not a cache folder (manifest.sqlite has no manifest table)");
+            ro_close(c);
+            return false;
+        }
+        if (rc == SQLITE_ROW) return true;
+    }
+    cli_error(path, "cannot read manifest.sqlite: %s",
+              c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    ro_close(c);
+    return false;
+}
+
+/* Whether what was read is a consistent snapshot: always for an ordinary connection; for an
+ * immutable one, only if no writer showed up (no -wal, manifest.sqlite unchanged). */
+static bool ro_snapshot_valid(const ro_conn *c) {
+    if (!c->immutable) return true;
+    struct stat wal, db;
+    if (!(lstat(c->wal_path, &wal) != 0 && errno == ENOENT)) return false;
+    if (stat(c->db_path, &db) != 0) return false;
+    return db.st_ino == c->db_stat.st_ino && db.st_size == c->db_stat.st_size &&
+           db.st_mtim.tv_sec == c->db_stat.st_mtim.tv_sec &&
+           db.st_mtim.tv_nsec == c->db_stat.st_mtim.tv_nsec;
+}
+
+/* Runs read(db) on a consistent snapshot of the manifest; reset(ctx) discards a partial result
+ * before a second attempt. Returns false (error printed) on failure. */
+typedef bool (*read_fn)(sqlite3 *db, const char *path, void *ctx);
+
+static bool with_manifest(const char *path, read_fn read, void (*reset)(void *), void *ctx) {
+    for (int attempt = 0; attempt < 2; attempt++) {
+        ro_conn c;
+        if (!ro_open(path, attempt == 0, &c)) return false;
+        bool ok = read(c.db, path, ctx);
+        bool valid = ro_snapshot_valid(&c);
+        ro_close(&c);
+        if (valid) return ok;
+        reset(ctx); /* a writer appeared while reading without locks: read again properly */
+    }
+    return false; /* not reached: the second attempt is never immutable */
+}
+
+static bool sql_failed(sqlite3 *db, const char *path) {
+    cli_error(path, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
+    return false;
+}
+
+/* ---- stats ---- */
+
+static bool read_stats(sqlite3 *db, const char *path, void *ctx) {
+    cli_stats *s = ctx;
+    /* filename NULL or empty means inline, as YYKVStorage reads a row. */
+    static const char sql[] =
+        "SELECT (filename IS NULL OR filename = '') AS inl, count(*), coalesce(sum(size), 0),"
+        " min(last_access_time), max(last_access_time) FROM manifest GROUP BY inl";
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db, path);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        bool inl = sqlite3_column_int(st, 0) != 0;
+        int64_t count = sqlite3_column_int64(st, 1), size = sqlite3_column_int64(st, 2);
+        int64_t oldest = sqlite3_column_int64(st, 3), newest = sqlite3_column_int64(st, 4);
+        if (inl) {
+            s->inline_count = count;
+            s->inline_size = size;
+        } else {
+            s->file_count = count;
+            s->file_size = size;
+        }
+        s->count += count;
+        s->total_size += size;
+        if (!s->has_access || oldest < s->oldest_access) s->oldest_access = oldest;
+        if (!s->has_access || newest > s->newest_access) s->newest_access = newest;
+        s->has_access = true;
+    }
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE) return sql_failed(db, path);
+    return true;
+}
+
+static void reset_stats(void *ctx) { memset(ctx, 0, sizeof(cli_stats)); }
+
+bool manifest_read_stats(const char *path, cli_stats *out) {
+    memset(out, 0, sizeof *out);
+    return with_manifest(path, read_stats, reset_stats, out);
+}
+
+/* ---- rows ---- */
+
+void cli_rows_free(cli_rows *rows) {
+    for (size_t i = 0; i < rows->count; i++) {
+        free(rows->items[i].key);
+        free(rows->items[i].filename);
+    }
+    free(rows->items);
+    rows->items = NULL;
+    rows->count = 0;
+}
+
+/* A NUL-terminated copy of a text column (NULL for SQL NULL). */
+static char *column_copy(sqlite3_stmt *st, int col, size_t *len, bool *oom) {
+    const unsigned char *text = sqlite3_column_text(st, col);
+    *len = (size_t)sqlite3_column_bytes(st, col);
+    if (!text) return NULL;
+    char *s = malloc(*len + 1);
+    if (!s) {
+        *oom = true;
+        return NULL;
+    }
+    memcpy(s, text, *len);
+    s[*len] = '\0';
+    return s;
+}
+
+typedef struct rows_query {
+    cli_sort sort;
+    int64_t limit;
+    cli_rows *rows;
+} rows_query;
+
+static bool read_rows(sqlite3 *db, const char *path, void *ctx) {
+    rows_query *q = ctx;
+    static const char *const order[] = {
+        [SORT_KEY] = "key ASC",
+        [SORT_ACCESS] = "last_access_time ASC, rowid ASC", /* eviction order */
+        [SORT_SIZE] = "size DESC, key ASC",
+    };
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT key, filename, size, length(CAST(inline_data AS BLOB)), modification_time,"
+             " last_access_time, length(CAST(extended_data AS BLOB)) FROM manifest"
+             " ORDER BY %s LIMIT ?1",
+             order[q->sort]);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db, path);
+    sqlite3_bind_int64(st, 1, q->limit < 0 ? -1 : q->limit);
+    size_t cap = 0;
+    bool oom = false;
+    int rc;
+    while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (q->rows->count == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            cli_row *n = realloc(q->rows->items, ncap * sizeof *n);
+            if (!n) {
+                oom = true;
+                break;
+            }
+            q->rows->items = n;
+            cap = ncap;
+        }
+        cli_row *r = &q->rows->items[q->rows->count++];
+        memset(r, 0, sizeof *r);
+        r->key = column_copy(st, 0, &r->key_len, &oom);
+        r->filename = column_copy(st, 1, &r->filename_len, &oom);
+        if (r->filename && r->filename_len == 0) { /* empty filename: inline */
+            free(r->filename);
+            r->filename = NULL;
+        }
+        r->size = sqlite3_column_int64(st, 2);
+        r->inline_len = sqlite3_column_int64(st, 3);
+        r->modification_time = sqlite3_column_int64(st, 4);
+        r->last_access_time = sqlite3_column_int64(st, 5);
+        r->extended_len = sqlite3_column_int64(st, 6);
+    }
+    sqlite3_finalize(st);
+    if (oom) {
+        cli_error(path, "out of memory");
+        return false;
+    }
+    if (rc != SQLITE_DONE) return sql_failed(db, path);
+    return true;
+}
+
+static void reset_rows(void *ctx) { cli_rows_free(((rows_query *)ctx)->rows); }
+
+bool manifest_read_rows(const char *path, cli_sort sort, int64_t limit, cli_rows *out) {
+    memset(out, 0, sizeof *out);
+    rows_query q = {sort, limit, out};
+    if (with_manifest(path, read_rows, reset_rows, &q)) return true;
+    cli_rows_free(out);
+    return false;
+}
+
+/* ---- verify ---- */
+
+void verify_free(cli_verify *v) {
+    for (size_t i = 0; i < v->problem_count; i++) free(v->problems[i].stray_name);
+    free(v->problems);
+    cli_rows_free(&v->rows);
+    memset(v, 0, sizeof *v);
+}
+
+/* Appends a problem; returns it, or NULL when out of memory. */
+static cli_problem *add_problem(cli_verify *v, size_t *cap, cli_problem_kind kind) {
+    if (v->problem_count == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 16;
+        cli_problem *n = realloc(v->problems, ncap * sizeof *n);
+        if (!n) return NULL;
+        v->problems = n;
+        *cap = ncap;
+    }
+    cli_problem *p = &v->problems[v->problem_count++];
+    memset(p, 0, sizeof *p);
+    p->kind = kind;
+    return p;
+}
+
+static int compare_strings(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int compare_strays(const void *a, const void *b) {
+    return strcmp(((const cli_problem *)a)->stray_name, ((const cli_problem *)b)->stray_name);
+}
+
+bool verify_scan(const char *path, cli_verify *out) {
+    memset(out, 0, sizeof *out);
+    if (!manifest_read_rows(path, SORT_KEY, -1, &out->rows)) return false;
+
+    char *data_path = join(path, "data");
+    if (!data_path) return false;
+    int data_fd = open(data_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (data_fd < 0 && errno != ENOENT) {
+        cli_error(path, "cannot open data/: %s", strerror(errno));
+        free(data_path);
+        return false;
+    }
+    free(data_path);
+
+    size_t cap = 0;
+    bool oom = false;
+    /* Rows: every file row's file exists with the recorded length; inline lengths match. */
+    char **names = calloc(out->rows.count + 1, sizeof *names);
+    size_t name_count = 0;
+    oom = names == NULL;
+    for (size_t i = 0; i < out->rows.count && !oom; i++) {
+        const cli_row *r = &out->rows.items[i];
+        cli_problem *p = NULL;
+        if (!r->filename) {
+            if (r->inline_len != r->size) {
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
+                else p->actual_size = r->inline_len;
+            }
+        } else if (!yyc_kv_filename_is_valid(r->filename) || strlen(r->filename) != r->filename_len) {
+            if (!(p = add_problem(out, &cap, PROBLEM_INVALID_FILENAME))) oom = true;
+        } else {
+            names[name_count++] = r->filename;
+            struct stat st;
+            if (data_fd < 0 || fstatat(data_fd, r->filename, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+                !S_ISREG(st.st_mode)) {
+                if (!(p = add_problem(out, &cap, PROBLEM_MISSING_FILE))) oom = true;
+            } else if ((int64_t)st.st_size != r->size) {
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
+                else p->actual_size = (int64_t)st.st_size;
+            }
+        }
+        if (p) p->row = r;
+    }
+
+    /* Files: every entry of data/ is named by a row (recent temporary files excepted). */
+    if (!oom && data_fd >= 0) {
+        qsort(names, name_count, sizeof *names, compare_strings);
+        DIR *dir = fdopendir(data_fd);
+        if (!dir) {
+            cli_error(path, "cannot list data/: %s", strerror(errno));
+            close(data_fd);
+            free(names);
+            return false;
+        }
+        data_fd = -1; /* owned by dir now */
+        time_t now = time(NULL);
+        struct dirent *e;
+        while (!oom && (e = readdir(dir)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            out->files_checked++;
+            const char *name = e->d_name;
+            if (bsearch(&name, names, name_count, sizeof *names, compare_strings)) continue;
+            struct stat st;
+            bool have_stat = fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+            if (have_stat && strncmp(name, CLI_TEMP_PREFIX, strlen(CLI_TEMP_PREFIX)) == 0 &&
+                now - st.st_mtime < CLI_TEMP_GRACE_SECONDS) {
+                out->recent_temp_files++; /* probably a write in progress */
+                continue;
+            }
+            cli_problem *p = add_problem(out, &cap, PROBLEM_STRAY_FILE);
+            if (!p || !(p->stray_name = strdup(name))) {
+                oom = true;
+                break;
+            }
+            p->stray_is_dir = have_stat && S_ISDIR(st.st_mode);
+            p->actual_size = have_stat && !p->stray_is_dir ? (int64_t)st.st_size : 0;
+        }
+        closedir(dir);
+        /* Strays in name order, after the row problems (which follow the key order). */
+        size_t first_stray = 0;
+        while (first_stray < out->problem_count && out->problems[first_stray].kind != PROBLEM_STRAY_FILE)
+            first_stray++;
+        qsort(out->problems + first_stray, out->problem_count - first_stray, sizeof *out->problems,
+              compare_strays);
+    }
+    if (data_fd >= 0) close(data_fd);
+    free(names);
+    if (oom) {
+        cli_error(path, "out of memory");
+        verify_free(out);
+        return false;
+    }
+    return true;
+}
