@@ -250,7 +250,8 @@ static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key,
                                          uint32_t h) {
     if (!m->buckets) return NULL;
     for (yyc__lru_node *n = *slot_for(m, h); n; n = n->chain) {
-        if (n->hash == h && n->key_len == key_len && (key_len == 0 || memcmp(n->key, key, key_len) == 0))
+        if (n->hash == h && n->key_len == key_len &&
+            (key_len == 0 || memcmp(n->key, key, key_len) == 0))
             return n;
     }
     return NULL;

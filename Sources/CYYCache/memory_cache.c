@@ -535,7 +535,8 @@ void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
     unlock(c);
     if (fn) fn(c, ctx);
     lock(c);
-    bool remove_all = c->remove_all_on_memory_warning; /* read after the handler: it may change it */
+    /* Read after the handler ran: it may have changed the flag. */
+    bool remove_all = c->remove_all_on_memory_warning;
     unlock(c);
     if (remove_all) yyc_memcache_remove_all(c);
 }

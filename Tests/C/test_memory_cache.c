@@ -311,7 +311,8 @@ static void cost_limit_trims_in_background_to_limit(void **state) {
     assert_true(yyc__memcache_check(c));
     assert_true(has(c, "k49")); /* the most recent survive */
     assert_false(has(c, "k0"));
-    assert_true(WAIT_UNTIL(atomic_load(&t.live) == (long)yyc_memcache_total_count(c), WAIT_SECONDS));
+    long held = (long)yyc_memcache_total_count(c);
+    assert_true(WAIT_UNTIL(atomic_load(&t.live) == held, WAIT_SECONDS));
     free_and_check_no_leak(c, &t);
 }
 
