@@ -92,7 +92,7 @@ typedef struct cli_stats {
     int64_t count, total_size;
     int64_t inline_count, inline_size;
     int64_t file_count, file_size;
-    bool has_access;                 /* false when the manifest is empty */
+    bool has_access; /* false when the manifest is empty */
     int64_t oldest_access, newest_access;
 } cli_stats;
 
@@ -116,8 +116,8 @@ typedef enum cli_problem_kind {
 
 typedef struct cli_problem {
     cli_problem_kind kind;
-    const cli_row *row;  /* the row (NULL for a stray file) */
-    char *stray_name;    /* the stray entry's name in data/ (NULL otherwise) */
+    const cli_row *row; /* the row (NULL for a stray file) */
+    char *stray_name;   /* the stray entry's name in data/ (NULL otherwise) */
     bool stray_is_dir;
     int64_t actual_size; /* size mismatch: the length found; stray: the file's length */
     bool fixed;          /* set by verify --repair */
@@ -128,8 +128,8 @@ typedef struct cli_verify {
     cli_rows rows;
     cli_problem *problems;
     size_t problem_count;
-    size_t files_checked;      /* entries of data/ looked at */
-    size_t recent_temp_files;  /* .yyc-tmp-* files younger than a minute: writes in progress */
+    size_t files_checked;     /* entries of data/ looked at */
+    size_t recent_temp_files; /* .yyc-tmp-* files younger than a minute: writes in progress */
 } cli_verify;
 
 /* Compares the manifest (read-only) with data/. Prints its own error and returns false on

@@ -80,7 +80,8 @@ static int print_command_help(const command *c) {
 
 /* getopt_long over a subcommand's arguments; unknown options and missing arguments become a
  * usage error (returned as '?'); -h/--help prints the command's help (returned as 'h'). */
-static int next_option(int argc, char **argv, const char *shortopts, const struct option *longopts) {
+static int next_option(int argc, char **argv, const char *shortopts,
+                       const struct option *longopts) {
     opterr = 0;
     int c = getopt_long(argc, argv, shortopts, longopts, NULL);
     if (c == '?' || c == ':') {
@@ -110,7 +111,8 @@ static void warn_if_rebuilt(const char *path) {
     yyc_error e;
     yyc_last_error(&e);
     if (e.code == YYC_ECORRUPT)
-        cli_error(path, "warning: the manifest was corrupt; the library deleted and rebuilt it (%s)",
+        cli_error(path,
+                  "warning: the manifest was corrupt; the library deleted and rebuilt it (%s)",
                   e.message);
 }
 
@@ -172,8 +174,10 @@ static void print_json_key_fields(FILE *out, const char *key, size_t len) {
 }
 
 static void print_json_int_or_null(FILE *out, bool present, int64_t v) {
-    if (present) fprintf(out, "%lld", (long long)v);
-    else fputs("null", out);
+    if (present)
+        fprintf(out, "%lld", (long long)v);
+    else
+        fputs("null", out);
 }
 
 /* Reads a whole stream into memory. Returns false with errno set on failure. */
@@ -218,9 +222,16 @@ static int cmd_stats(int argc, char **argv) {
     bool json = false, exact = false;
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
-        if (c == 'j') json = true;
-        else if (c == 'b') exact = true;
-        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'b':
+            exact = true;
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
@@ -257,8 +268,10 @@ static int cmd_stats(int argc, char **argv) {
     printf("  in data/:     %lld %s, %s\n", (long long)s.file_count, entries(s.file_count),
            fmt_size(s.file_size, exact, b1));
     if (s.has_access) {
-        printf("oldest access:  %s (%lld)\n", fmt_time(s.oldest_access, b1), (long long)s.oldest_access);
-        printf("newest access:  %s (%lld)\n", fmt_time(s.newest_access, b1), (long long)s.newest_access);
+        printf("oldest access:  %s (%lld)\n", fmt_time(s.oldest_access, b1),
+               (long long)s.oldest_access);
+        printf("newest access:  %s (%lld)\n", fmt_time(s.newest_access, b1),
+               (long long)s.newest_access);
     } else {
         printf("oldest access:  -\nnewest access:  -\n");
     }
@@ -272,27 +285,39 @@ static int cmd_stats(int argc, char **argv) {
 
 static int cmd_ls(int argc, char **argv) {
     static const struct option opts[] = {
-        {"limit", required_argument, NULL, 'n'},
-        {"sort", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"bytes", no_argument, NULL, 'b'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"limit", required_argument, NULL, 'n'}, {"sort", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},        {"bytes", no_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     bool json = false, exact = false;
     int64_t limit = -1;
     cli_sort sort = SORT_KEY;
     int c;
     while ((c = next_option(argc, argv, ":hn:", opts)) != -1) {
-        if (c == 'j') json = true;
-        else if (c == 'b') exact = true;
-        else if (c == 'n' && parse_count(optarg, &limit)) continue;
-        else if (c == 'n') return usage_error(argv[0], "bad --limit '%s' (a count expected)", optarg);
-        else if (c == 's' && strcmp(optarg, "key") == 0) sort = SORT_KEY;
-        else if (c == 's' && strcmp(optarg, "access") == 0) sort = SORT_ACCESS;
-        else if (c == 's' && strcmp(optarg, "size") == 0) sort = SORT_SIZE;
-        else if (c == 's') return usage_error(argv[0], "bad --sort '%s' (access, size or key)", optarg);
-        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'b':
+            exact = true;
+            break;
+        case 'n':
+            if (!parse_count(optarg, &limit))
+                return usage_error(argv[0], "bad --limit '%s' (a count expected)", optarg);
+            break;
+        case 's':
+            if (strcmp(optarg, "key") == 0)
+                sort = SORT_KEY;
+            else if (strcmp(optarg, "access") == 0)
+                sort = SORT_ACCESS;
+            else if (strcmp(optarg, "size") == 0)
+                sort = SORT_SIZE;
+            else
+                return usage_error(argv[0], "bad --sort '%s' (access, size or key)", optarg);
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
@@ -308,8 +333,10 @@ static int cmd_ls(int argc, char **argv) {
             print_json_key_fields(stdout, r->key, r->key_len);
             printf(", \"size\": %lld, \"storage\": \"%s\", \"filename\": ", (long long)r->size,
                    r->filename ? "file" : "inline");
-            if (r->filename) print_json_string(stdout, r->filename, r->filename_len);
-            else fputs("null", stdout);
+            if (r->filename)
+                print_json_string(stdout, r->filename, r->filename_len);
+            else
+                fputs("null", stdout);
             printf(", \"modification_time\": %lld, \"last_access_time\": %lld, "
                    "\"extended_data_size\": %lld}",
                    (long long)r->modification_time, (long long)r->last_access_time,
@@ -318,8 +345,10 @@ static int cmd_ls(int argc, char **argv) {
             char b1[32], b2[32];
             printf("%10s  %s  %-6s  ", fmt_size(r->size, exact, b1),
                    fmt_time(r->last_access_time, b2), r->filename ? "file" : "inline");
-            if (r->key) print_key(stdout, r->key, r->key_len, false);
-            else fputs("(null key)", stdout);
+            if (r->key)
+                print_key(stdout, r->key, r->key_len, false);
+            else
+                fputs("(null key)", stdout);
             fputc('\n', stdout);
         }
     }
@@ -339,8 +368,13 @@ static int cmd_get(int argc, char **argv) {
     const char *output = NULL;
     int c;
     while ((c = next_option(argc, argv, ":ho:", opts)) != -1) {
-        if (c == 'o') output = optarg;
-        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        switch (c) {
+        case 'o':
+            output = optarg;
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
     }
     if (argc - optind != 2) return usage_error(argv[0], "expected PATH and KEY");
     const char *path = argv[optind], *key = argv[optind + 1];
@@ -393,7 +427,7 @@ static int cmd_set(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    if ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
     if (argc - optind != 2 && argc - optind != 3)
         return usage_error(argv[0], "expected PATH, KEY and optionally FILE");
     const char *path = argv[optind], *key = argv[optind + 1];
@@ -433,13 +467,14 @@ static int cmd_rm(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    if ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
     if (argc - optind < 2) return usage_error(argv[0], "expected PATH and at least one KEY");
     const char *path = argv[optind];
 
     yyc_kv *kv;
     if (!open_kv(path, &kv)) return EXIT_ERROR;
-    int st = yyc_kv_remove_keys(kv, (const char *const *)&argv[optind + 1], (size_t)(argc - optind - 1));
+    int st =
+        yyc_kv_remove_keys(kv, (const char *const *)&argv[optind + 1], (size_t)(argc - optind - 1));
     yyc_kv_close(kv);
     return st == YYC_OK ? EXIT_OK : library_error(path, "cannot remove", st);
 }
@@ -448,25 +483,33 @@ static int cmd_rm(int argc, char **argv) {
 
 static int cmd_trim(int argc, char **argv) {
     static const struct option opts[] = {
-        {"count", required_argument, NULL, 'c'},
-        {"size", required_argument, NULL, 's'},
-        {"age", required_argument, NULL, 'a'},
-        {"bytes", no_argument, NULL, 'b'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"count", required_argument, NULL, 'c'}, {"size", required_argument, NULL, 's'},
+        {"age", required_argument, NULL, 'a'},   {"bytes", no_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
     };
     int64_t count = -1, size = -1, age = -1;
     bool exact = false;
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
-        if (c == 'b') exact = true;
-        else if (c == 'c' && parse_count(optarg, &count)) continue;
-        else if (c == 'c') return usage_error(argv[0], "bad --count '%s' (a count expected)", optarg);
-        else if (c == 's' && parse_size(optarg, &size)) continue;
-        else if (c == 's') return usage_error(argv[0], "bad --size '%s' (for example 500K, 10M, 2G)", optarg);
-        else if (c == 'a' && parse_duration(optarg, &age)) continue;
-        else if (c == 'a') return usage_error(argv[0], "bad --age '%s' (seconds, or 30m, 12h, 7d)", optarg);
-        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        switch (c) {
+        case 'b':
+            exact = true;
+            break;
+        case 'c':
+            if (!parse_count(optarg, &count))
+                return usage_error(argv[0], "bad --count '%s' (a count expected)", optarg);
+            break;
+        case 's':
+            if (!parse_size(optarg, &size))
+                return usage_error(argv[0], "bad --size '%s' (for example 500K, 10M, 2G)", optarg);
+            break;
+        case 'a':
+            if (!parse_duration(optarg, &age))
+                return usage_error(argv[0], "bad --age '%s' (seconds, or 30m, 12h, 7d)", optarg);
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     if (count < 0 && size < 0 && age < 0)
@@ -502,7 +545,7 @@ static int cmd_clear(int argc, char **argv) {
         {NULL, 0, NULL, 0},
     };
     int c;
-    while ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    if ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
 
@@ -537,18 +580,23 @@ static void repair(const char *path, yyc_kv *kv, cli_problem *p) {
         snprintf(full, sizeof full, "%s/data/%s", path, p->stray_name);
         int rc = p->stray_is_dir ? nftw(full, remove_tree_entry, 16, FTW_DEPTH | FTW_PHYS)
                                  : unlink(full);
-        if (rc == 0 || errno == ENOENT) p->fixed = true;
-        else p->not_fixed_reason = strerror(errno);
+        if (rc == 0 || errno == ENOENT)
+            p->fixed = true;
+        else
+            p->not_fixed_reason = strerror(errno);
         return;
     }
     const cli_row *r = p->row;
     if (!r->key || strlen(r->key) != r->key_len || r->key_len == 0) {
-        p->not_fixed_reason = "the key is NULL, empty or holds a NUL byte: the library cannot name it";
+        p->not_fixed_reason =
+            "the key is NULL, empty or holds a NUL byte: the library cannot name it";
         return;
     }
     int st = yyc_kv_remove(kv, r->key); /* the row and its file */
-    if (st == YYC_OK) p->fixed = true;
-    else p->not_fixed_reason = yyc_strerror(st);
+    if (st == YYC_OK)
+        p->fixed = true;
+    else
+        p->not_fixed_reason = yyc_strerror(st);
 }
 
 static const char *const problem_names[] = {
@@ -564,10 +612,13 @@ static void print_problem_json(const cli_problem *p, bool repaired) {
     if (r) {
         print_json_key_fields(stdout, r->key, r->key_len);
         fputs(", \"filename\": ", stdout);
-        if (r->filename) print_json_string(stdout, r->filename, r->filename_len);
-        else fputs("null", stdout);
+        if (r->filename)
+            print_json_string(stdout, r->filename, r->filename_len);
+        else
+            fputs("null", stdout);
         printf(", \"size\": %lld", (long long)r->size);
-        if (p->kind == PROBLEM_SIZE_MISMATCH) printf(", \"actual_size\": %lld", (long long)p->actual_size);
+        if (p->kind == PROBLEM_SIZE_MISMATCH)
+            printf(", \"actual_size\": %lld", (long long)p->actual_size);
     } else {
         fputs("\"filename\": ", stdout);
         print_json_string(stdout, p->stray_name, strlen(p->stray_name));
@@ -592,13 +643,21 @@ static void print_problem_human(const cli_problem *p, bool repaired, bool exact)
         if (!p->stray_is_dir) printf(" (%s)", fmt_size(p->actual_size, exact, b));
         printf(" has no row");
         break;
-    case PROBLEM_MISSING_FILE: printf("missing file: "); break;
-    case PROBLEM_SIZE_MISMATCH: printf("size mismatch: "); break;
-    case PROBLEM_INVALID_FILENAME: printf("invalid file name: "); break;
+    case PROBLEM_MISSING_FILE:
+        printf("missing file: ");
+        break;
+    case PROBLEM_SIZE_MISMATCH:
+        printf("size mismatch: ");
+        break;
+    case PROBLEM_INVALID_FILENAME:
+        printf("invalid file name: ");
+        break;
     }
     if (r) {
-        if (r->key) print_key(stdout, r->key, r->key_len, true);
-        else fputs("(null key)", stdout);
+        if (r->key)
+            print_key(stdout, r->key, r->key_len, true);
+        else
+            fputs("(null key)", stdout);
         if (r->filename) {
             printf(" -> data/");
             print_key(stdout, r->filename, r->filename_len, false);
@@ -611,9 +670,12 @@ static void print_problem_human(const cli_problem *p, bool repaired, bool exact)
         else if (p->kind == PROBLEM_MISSING_FILE)
             printf(" (%s)", fmt_size(r->size, exact, b));
     }
-    if (repaired && p->fixed) printf(": fixed (%s)\n", r ? "row removed" : "deleted");
-    else if (repaired) printf(": NOT fixed (%s)\n", p->not_fixed_reason ? p->not_fixed_reason : "?");
-    else printf("\n");
+    if (repaired && p->fixed)
+        printf(": fixed (%s)\n", r ? "row removed" : "deleted");
+    else if (repaired)
+        printf(": NOT fixed (%s)\n", p->not_fixed_reason ? p->not_fixed_reason : "?");
+    else
+        printf("\n");
 }
 
 static int cmd_verify(int argc, char **argv) {
@@ -627,10 +689,19 @@ static int cmd_verify(int argc, char **argv) {
     bool repair_mode = false, json = false, exact = false;
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
-        if (c == 'r') repair_mode = true;
-        else if (c == 'j') json = true;
-        else if (c == 'b') exact = true;
-        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        switch (c) {
+        case 'r':
+            repair_mode = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'b':
+            exact = true;
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
@@ -644,11 +715,13 @@ static int cmd_verify(int argc, char **argv) {
             verify_free(&v);
             return EXIT_ERROR;
         }
-        for (size_t i = 0; i < v.problem_count; i++) repair(path, kv, &v.problems[i]);
+        for (size_t i = 0; i < v.problem_count; i++)
+            repair(path, kv, &v.problems[i]);
         yyc_kv_close(kv);
     }
     size_t unfixed = 0;
-    for (size_t i = 0; i < v.problem_count; i++) unfixed += !v.problems[i].fixed;
+    for (size_t i = 0; i < v.problem_count; i++)
+        unfixed += !v.problems[i].fixed;
 
     if (json) {
         printf("{\"path\": ");
@@ -666,11 +739,15 @@ static int cmd_verify(int argc, char **argv) {
         for (size_t i = 0; i < v.problem_count; i++)
             print_problem_human(&v.problems[i], repair_mode, exact);
         printf("%zu rows, %zu entries in data/: ", v.rows.count, v.files_checked);
-        if (v.problem_count == 0) printf("no problems\n");
-        else if (repair_mode) printf("%zu problems, %zu fixed\n", v.problem_count, v.problem_count - unfixed);
-        else printf("%zu problems (run with --repair to fix them)\n", v.problem_count);
+        if (v.problem_count == 0)
+            printf("no problems\n");
+        else if (repair_mode)
+            printf("%zu problems, %zu fixed\n", v.problem_count, v.problem_count - unfixed);
+        else
+            printf("%zu problems (run with --repair to fix them)\n", v.problem_count);
         if (v.recent_temp_files)
-            printf("(%zu recent temporary files skipped: writes in progress)\n", v.recent_temp_files);
+            printf("(%zu recent temporary files skipped: writes in progress)\n",
+                   v.recent_temp_files);
     }
     verify_free(&v);
     return unfixed == 0 ? EXIT_OK : EXIT_NO;

@@ -121,9 +121,9 @@ static bool ro_open(const char *path, bool allow_immutable, ro_conn *c) {
         /* A reader never checkpoints or deletes the WAL of a cache in use. */
         sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
         sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(c->db,
-                                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'manifest'",
-                                -1, &st, NULL);
+        rc = sqlite3_prepare_v2(
+            c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'manifest'", -1,
+            &st, NULL);
         if (rc == SQLITE_OK) rc = sqlite3_step(st);
         sqlite3_finalize(st);
         if (rc == SQLITE_DONE) {
@@ -312,7 +312,8 @@ bool manifest_read_rows(const char *path, cli_sort sort, int64_t limit, cli_rows
 /* ---- verify ---- */
 
 void verify_free(cli_verify *v) {
-    for (size_t i = 0; i < v->problem_count; i++) free(v->problems[i].stray_name);
+    for (size_t i = 0; i < v->problem_count; i++)
+        free(v->problems[i].stray_name);
     free(v->problems);
     cli_rows_free(&v->rows);
     memset(v, 0, sizeof *v);
@@ -366,10 +367,13 @@ bool verify_scan(const char *path, cli_verify *out) {
         cli_problem *p = NULL;
         if (!r->filename) {
             if (r->inline_len != r->size) {
-                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
-                else p->actual_size = r->inline_len;
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH)))
+                    oom = true;
+                else
+                    p->actual_size = r->inline_len;
             }
-        } else if (!yyc_kv_filename_is_valid(r->filename) || strlen(r->filename) != r->filename_len) {
+        } else if (!yyc_kv_filename_is_valid(r->filename) ||
+                   strlen(r->filename) != r->filename_len) {
             if (!(p = add_problem(out, &cap, PROBLEM_INVALID_FILENAME))) oom = true;
         } else {
             names[name_count++] = r->filename;
@@ -378,8 +382,10 @@ bool verify_scan(const char *path, cli_verify *out) {
                 !S_ISREG(st.st_mode)) {
                 if (!(p = add_problem(out, &cap, PROBLEM_MISSING_FILE))) oom = true;
             } else if ((int64_t)st.st_size != r->size) {
-                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
-                else p->actual_size = (int64_t)st.st_size;
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH)))
+                    oom = true;
+                else
+                    p->actual_size = (int64_t)st.st_size;
             }
         }
         if (p) p->row = r;
@@ -421,7 +427,8 @@ bool verify_scan(const char *path, cli_verify *out) {
         closedir(dir);
         /* Strays in name order, after the row problems (which follow the key order). */
         size_t first_stray = 0;
-        while (first_stray < out->problem_count && out->problems[first_stray].kind != PROBLEM_STRAY_FILE)
+        while (first_stray < out->problem_count &&
+               out->problems[first_stray].kind != PROBLEM_STRAY_FILE)
             first_stray++;
         qsort(out->problems + first_stray, out->problem_count - first_stray, sizeof *out->problems,
               compare_strays);

@@ -60,12 +60,12 @@ static size_t utf8_sequence_length(const unsigned char *s, size_t n) {
         len = 2;
     } else if (c >= 0xE0 && c <= 0xEF) {
         len = 3;
-        if (c == 0xE0) lo = 0xA0;      /* no overlong forms */
-        if (c == 0xED) hi = 0x9F;      /* no surrogates */
+        if (c == 0xE0) lo = 0xA0; /* no overlong forms */
+        if (c == 0xED) hi = 0x9F; /* no surrogates */
     } else if (c >= 0xF0 && c <= 0xF4) {
         len = 4;
-        if (c == 0xF0) lo = 0x90;      /* no overlong forms */
-        if (c == 0xF4) hi = 0x8F;      /* nothing above U+10FFFF */
+        if (c == 0xF0) lo = 0x90; /* no overlong forms */
+        if (c == 0xF4) hi = 0x8F; /* nothing above U+10FFFF */
     } else {
         return 0;
     }
@@ -96,13 +96,20 @@ void print_key(FILE *out, const char *bytes, size_t len, bool quoted) {
             i += n;
             continue;
         }
-        if (c == '\\') fputs("\\\\", out);
-        else if (c == '"' && quoted) fputs("\\\"", out);
-        else if (c == '\n') fputs("\\n", out);
-        else if (c == '\r') fputs("\\r", out);
-        else if (c == '\t') fputs("\\t", out);
-        else if (c >= 0x20 && c < 0x7F) fputc(c, out);
-        else fprintf(out, "\\x%02x", c);
+        if (c == '\\')
+            fputs("\\\\", out);
+        else if (c == '"' && quoted)
+            fputs("\\\"", out);
+        else if (c == '\n')
+            fputs("\\n", out);
+        else if (c == '\r')
+            fputs("\\r", out);
+        else if (c == '\t')
+            fputs("\\t", out);
+        else if (c >= 0x20 && c < 0x7F)
+            fputc(c, out);
+        else
+            fprintf(out, "\\x%02x", c);
         i++;
     }
     if (quoted) fputc('"', out);
@@ -120,17 +127,33 @@ void print_json_string(FILE *out, const char *bytes, size_t len) {
             continue;
         }
         switch (c) {
-        case '"': fputs("\\\"", out); break;
-        case '\\': fputs("\\\\", out); break;
-        case '\b': fputs("\\b", out); break;
-        case '\f': fputs("\\f", out); break;
-        case '\n': fputs("\\n", out); break;
-        case '\r': fputs("\\r", out); break;
-        case '\t': fputs("\\t", out); break;
+        case '"':
+            fputs("\\\"", out);
+            break;
+        case '\\':
+            fputs("\\\\", out);
+            break;
+        case '\b':
+            fputs("\\b", out);
+            break;
+        case '\f':
+            fputs("\\f", out);
+            break;
+        case '\n':
+            fputs("\\n", out);
+            break;
+        case '\r':
+            fputs("\\r", out);
+            break;
+        case '\t':
+            fputs("\\t", out);
+            break;
         default:
             /* Control characters, DEL, and each byte of an invalid sequence. */
-            if (c < 0x20 || c >= 0x7F) fprintf(out, "\\u%04x", c);
-            else fputc(c, out);
+            if (c < 0x20 || c >= 0x7F)
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc(c, out);
         }
         i++;
     }
@@ -139,7 +162,8 @@ void print_json_string(FILE *out, const char *bytes, size_t len) {
 
 void print_json_hex(FILE *out, const char *bytes, size_t len) {
     fputc('"', out);
-    for (size_t i = 0; i < len; i++) fprintf(out, "%02x", (unsigned char)bytes[i]);
+    for (size_t i = 0; i < len; i++)
+        fprintf(out, "%02x", (unsigned char)bytes[i]);
     fputc('"', out);
 }
 
@@ -167,7 +191,8 @@ static bool parse_scaled(const char *s, const unit *units, int64_t *out) {
     char *end;
     double v = strtod(s, &end);
     if (errno || end == s || !isfinite(v) || v < 0) return false;
-    while (*end == ' ') end++;
+    while (*end == ' ')
+        end++;
     for (const unit *u = units; u->suffix; u++) {
         if (strcmp(end, u->suffix) != 0) continue;
         double r = v * u->factor;
@@ -180,12 +205,10 @@ static bool parse_scaled(const char *s, const unit *units, int64_t *out) {
 
 bool parse_size(const char *s, int64_t *out) {
     static const unit units[] = {
-        {"", 1},          {"B", 1},
-        {"K", 0x1p10},    {"k", 0x1p10},   {"KiB", 0x1p10}, {"KB", 1e3},  {"kB", 1e3},
-        {"M", 0x1p20},    {"MiB", 0x1p20}, {"MB", 1e6},
-        {"G", 0x1p30},    {"GiB", 0x1p30}, {"GB", 1e9},
-        {"T", 0x1p40},    {"TiB", 0x1p40}, {"TB", 1e12},
-        {NULL, 0},
+        {"", 1},       {"B", 1},        {"K", 0x1p10}, {"k", 0x1p10},   {"KiB", 0x1p10},
+        {"KB", 1e3},   {"kB", 1e3},     {"M", 0x1p20}, {"MiB", 0x1p20}, {"MB", 1e6},
+        {"G", 0x1p30}, {"GiB", 0x1p30}, {"GB", 1e9},   {"T", 0x1p40},   {"TiB", 0x1p40},
+        {"TB", 1e12},  {NULL, 0},
     };
     return parse_scaled(s, units, out);
 }
