@@ -1,0 +1,114 @@
+import CYYCache
+import Foundation
+
+extension MemoryCache {
+    /// The maximum number of entries (a soft limit). Default `Int.max`: no limit.
+    ///
+    /// When a set makes the count exceed the limit, the least recently used entry is evicted
+    /// before the set returns (one per set); the auto-trim and ``trim(toCount:)`` remove the
+    /// rest. A negative limit is stored as 0.
+    ///
+    /// The corresponding C functions are `yyc_memcache_count_limit` and
+    /// `yyc_memcache_set_count_limit`.
+    public var countLimit: Int {
+        get { MemoryCacheLimit.fromC(yyc_memcache_count_limit(handle)) }
+        set { yyc_memcache_set_count_limit(handle, MemoryCacheLimit.toC(newValue)) }
+    }
+
+    /// The maximum total cost (a soft limit). Default `Int.max`: no limit.
+    ///
+    /// When a set makes the total cost exceed the limit, a trim is scheduled on the background
+    /// worker, so ``totalCost`` may exceed the limit for a moment (as in YYMemoryCache). A
+    /// negative limit is stored as 0.
+    ///
+    /// The corresponding C functions are `yyc_memcache_cost_limit` and
+    /// `yyc_memcache_set_cost_limit`.
+    public var costLimit: Int {
+        get { MemoryCacheLimit.fromC(yyc_memcache_cost_limit(handle)) }
+        set { yyc_memcache_set_cost_limit(handle, MemoryCacheLimit.toC(newValue)) }
+    }
+
+    /// The maximum time, in seconds, since an entry was last read or set. Enforced by the
+    /// auto-trim and ``trim(toAge:)``. Default `.greatestFiniteMagnitude`: no limit (so are
+    /// `.infinity` and NaN).
+    ///
+    /// The corresponding C functions are `yyc_memcache_age_limit` and
+    /// `yyc_memcache_set_age_limit`.
+    public var ageLimit: TimeInterval {
+        get { yyc_memcache_age_limit(handle) }
+        set { yyc_memcache_set_age_limit(handle, newValue) }
+    }
+
+    /// Seconds between background trims (cost, then count, then age). Default 5. A value
+    /// `<= 0` pauses the auto-trim; a change takes effect at once.
+    ///
+    /// The corresponding C functions are `yyc_memcache_auto_trim_interval` and
+    /// `yyc_memcache_set_auto_trim_interval`.
+    public var autoTrimInterval: TimeInterval {
+        get { yyc_memcache_auto_trim_interval(handle) }
+        set { yyc_memcache_set_auto_trim_interval(handle, newValue) }
+    }
+
+    /// Whether removed, replaced, evicted and trimmed values are released on the library's
+    /// background worker thread (`true`, the default) or on the calling thread before the call
+    /// returns (`false`). Values evicted by a background trim are always released on the worker.
+    ///
+    /// The corresponding C functions are `yyc_memcache_release_asynchronously` and
+    /// `yyc_memcache_set_release_asynchronously`.
+    public var releasesValuesAsynchronously: Bool {
+        get { yyc_memcache_release_asynchronously(handle) }
+        set { yyc_memcache_set_release_asynchronously(handle, newValue) }
+    }
+
+    /// Whether values are released on the main thread: a value whose release would happen
+    /// elsewhere is sent to `DispatchQueue.main` and released there. Default `false`.
+    ///
+    /// "Main thread" means the main thread or the main queue: on Linux, `dispatchMain()` and an
+    /// async `main` exit the main thread and drain the main queue on another thread, so a
+    /// release already running on the main queue happens in place. The main queue must be
+    /// serviced (by `dispatchMain()`, a run loop or an async `main`), or those values are never
+    /// released. Swift only: the C core knows nothing of the main thread.
+    public var releasesValuesOnMainThread: Bool {
+        get { events.releasesOnMainThread.load(ordering: .relaxed) }
+        set { events.releasesOnMainThread.store(newValue, ordering: .relaxed) }
+    }
+
+    /// Evicts least recently used entries until at most `count` remain. 0 (or a negative
+    /// count) removes everything; `Int.max` does nothing.
+    ///
+    /// Runs on the calling thread, one eviction per lock acquisition, so other threads
+    /// interleave. Evicted values are released per ``releasesValuesAsynchronously``.
+    ///
+    /// - Parameters:
+    ///   - count: The number of entries to keep at most.
+    /// - Complexity: O(*k*) for *k* evicted entries.
+    ///
+    /// The corresponding C function is `yyc_memcache_trim_to_count`.
+    public func trim(toCount count: Int) {
+        yyc_memcache_trim_to_count(handle, MemoryCacheLimit.toC(count))
+    }
+
+    /// Evicts least recently used entries until the total cost is at most `cost`. 0 (or a
+    /// negative cost) removes everything; `Int.max` does nothing.
+    ///
+    /// - Parameters:
+    ///   - cost: The total cost to keep at most.
+    /// - Complexity: O(*k*) for *k* evicted entries.
+    ///
+    /// The corresponding C function is `yyc_memcache_trim_to_cost`.
+    public func trim(toCost cost: Int) {
+        yyc_memcache_trim_to_cost(handle, MemoryCacheLimit.toC(cost))
+    }
+
+    /// Evicts every entry not read or set in the last `age` seconds. An age `<= 0` removes
+    /// everything; `.greatestFiniteMagnitude` does nothing.
+    ///
+    /// - Parameters:
+    ///   - age: Seconds since the last access.
+    /// - Complexity: O(*k*) for *k* evicted entries.
+    ///
+    /// The corresponding C function is `yyc_memcache_trim_to_age`.
+    public func trim(toAge age: TimeInterval) {
+        yyc_memcache_trim_to_age(handle, age)
+    }
+}

@@ -1,0 +1,215 @@
+import CYYCache
+import Foundation
+import Synchronization
+
+/// A fast, thread-safe, in-memory key-value cache with least-recently-used eviction
+/// (YYMemoryCache).
+///
+/// Entries live in the C core's hash table threaded onto a doubly linked list in access order;
+/// lookups, inserts and removals are O(1). Limits on count, cost and age are soft: count eviction
+/// happens during `setValue` (one entry per call), cost eviction runs in the background, and an
+/// auto-trim runs every ``autoTrimInterval`` seconds.
+///
+/// Values are boxed in a class and owned by the C core through retain/release callbacks; a
+/// lookup retains the value under the cache's lock, so a concurrent replacement can never free
+/// it under the reader (YYCache's PR #153 race). No user code (value `deinit`, event handlers)
+/// runs while the lock is held, so both may call back into the cache.
+///
+/// ```swift
+/// let cache = MemoryCache<String, Image>(name: "thumbnails")
+/// cache.countLimit = 500
+/// cache.setValue(image, forKey: url.absoluteString, cost: image.byteCount)
+/// if let hit = cache["https://example.com/a.png"] { show(hit) }
+/// ```
+///
+/// The type is `Sendable` when `Value` is: all shared state lives behind the C cache's pthread
+/// mutex (`yyc_memcache.lock`), except ``name`` and the event handlers, which are Swift-only
+/// and kept in a `Mutex`.
+///
+/// The corresponding C type is `yyc_memcache`.
+public final class MemoryCache<Key: CacheKey, Value> {
+    /// Swift-only properties (the C core does not know them).
+    struct State {
+        var name: String?
+        var didReceiveMemoryWarning: (@Sendable (MemoryCache<Key, Value>) -> Void)?
+        var didEnterBackground: (@Sendable (MemoryCache<Key, Value>) -> Void)?
+    }
+
+    /// The C cache (`yyc_memcache *`), owned; freed in `deinit`.
+    @usableFromInline
+    let handle: OpaquePointer
+
+    /// The C callbacks' context; it must outlive `handle`.
+    let events: MemoryCacheEvents<Key, Value>
+
+    let state: Mutex<State>
+
+    /// Creates an empty cache with YYMemoryCache's defaults: no count, cost or age limit, an
+    /// auto-trim every 5 seconds, remove-all on memory warning and when entering the
+    /// background, values released asynchronously.
+    ///
+    /// - Parameters:
+    ///   - name: A name for debugging (``description``).
+    /// - Complexity: O(1).
+    ///
+    /// The corresponding C function is `yyc_memcache_new`.
+    public init(name: String? = nil) {
+        let events = MemoryCacheEvents<Key, Value>()
+        var callbacks = events.valueCallbacks()
+        var handle: OpaquePointer?
+        let status = yyc_memcache_new(&callbacks, &handle)
+        guard status == 0, let handle else {
+            // Only allocation can fail; Swift treats running out of memory as fatal too.
+            fatalError("yyc_memcache_new failed: \(String(cString: yyc_strerror(status)))")
+        }
+        self.handle = handle
+        self.events = events
+        self.state = Mutex(State(name: name))
+        events.cache = self
+        events.installEventHandlers(on: handle)
+    }
+
+    deinit {
+        // Removes every entry and returns once every value has been released (values sent to
+        // the main queue by `releasesValuesOnMainThread` are released later, on that queue).
+        yyc_memcache_free(handle)
+    }
+
+    /// A name for debugging; it appears in ``description``. Default `nil`.
+    public var name: String? {
+        get { state.withLock { $0.name } }
+        set { state.withLock { $0.name = newValue } }
+    }
+
+    /// The number of entries.
+    ///
+    /// - Complexity: O(1).
+    ///
+    /// The corresponding C function is `yyc_memcache_total_count`.
+    public var totalCount: Int {
+        MemoryCacheLimit.fromC(yyc_memcache_total_count(handle))
+    }
+
+    /// The sum of the entries' costs; saturates at `Int.max`.
+    ///
+    /// - Complexity: O(1).
+    ///
+    /// The corresponding C function is `yyc_memcache_total_cost`.
+    public var totalCost: Int {
+        MemoryCacheLimit.fromC(yyc_memcache_total_cost(handle))
+    }
+
+    /// Whether the cache has a value for `key`. Changes neither the LRU order nor the entry's
+    /// access time.
+    ///
+    /// - Parameters:
+    ///   - key: The key; any key is valid, the empty one included.
+    /// - Returns: `true` if an entry exists.
+    /// - Complexity: O(1) (plus the key's byte length, for hashing).
+    ///
+    /// The corresponding C function is `yyc_memcache_contains`.
+    @inlinable
+    public func containsValue(forKey key: Key) -> Bool {
+        key.withCacheKeyBytes { yyc_memcache_contains(handle, $0.baseAddress, $0.count) }
+    }
+
+    /// The value for `key`, or `nil`. A hit makes the entry the most recently used and
+    /// refreshes its access time.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Returns: The value, or `nil` on a miss.
+    /// - Complexity: O(1) (plus the key's byte length, for hashing).
+    ///
+    /// The corresponding C function is `yyc_memcache_get`.
+    @inlinable
+    public func value(forKey key: Key) -> Value? {
+        var out: UnsafeMutableRawPointer?
+        let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
+        guard status == 0, let out else { return nil }
+        // The C core retained the box under its lock and transferred that reference to us.
+        return Unmanaged<MemoryCacheBox<Value>>.fromOpaque(out).takeRetainedValue().value
+    }
+
+    /// Stores `value` for `key` (replacing any previous value) and makes the entry the most
+    /// recently used; `nil` removes the entry.
+    ///
+    /// If the total cost then exceeds ``costLimit``, a background trim is scheduled; if the
+    /// count exceeds ``countLimit``, the least recently used entry is evicted before returning.
+    /// A replaced or evicted value is released per ``releasesValuesAsynchronously``.
+    ///
+    /// - Parameters:
+    ///   - value: The value, or `nil` to remove the entry.
+    ///   - key: The key; any key is valid, the empty one included.
+    ///   - cost: The entry's cost (for ``costLimit``); a negative cost counts as 0.
+    /// - Complexity: O(1) amortized.
+    ///
+    /// The corresponding C function is `yyc_memcache_set`.
+    @inlinable
+    public func setValue(_ value: Value?, forKey key: Key, cost: Int = 0) {
+        guard let value else {
+            removeValue(forKey: key)
+            return
+        }
+        let box = MemoryCacheBox(value)
+        let cCost = cost > 0 ? cost : 0
+        // The C core takes its own reference (retain callback) before set returns; ours ends
+        // after the call. ENOMEM is the only failure and leaves the cache unchanged.
+        withExtendedLifetime(box) {
+            let pointer = Unmanaged.passUnretained(box).toOpaque()
+            _ = key.withCacheKeyBytes {
+                yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
+            }
+        }
+    }
+
+    /// Removes the entry for `key`, if any. The value is released per
+    /// ``releasesValuesAsynchronously``.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Complexity: O(1).
+    ///
+    /// The corresponding C function is `yyc_memcache_remove`.
+    @inlinable
+    public func removeValue(forKey key: Key) {
+        _ = key.withCacheKeyBytes { yyc_memcache_remove(handle, $0.baseAddress, $0.count) }
+    }
+
+    /// Removes every entry. The values are released per ``releasesValuesAsynchronously``.
+    ///
+    /// - Complexity: O(*n*) (with asynchronous release, the releases themselves happen on the
+    ///   background worker).
+    ///
+    /// The corresponding C function is `yyc_memcache_remove_all`.
+    public func removeAllValues() {
+        yyc_memcache_remove_all(handle)
+    }
+
+    /// The value for `key`; setting `nil` removes the entry. Equivalent to ``value(forKey:)``
+    /// and ``setValue(_:forKey:cost:)`` with cost 0.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Complexity: O(1).
+    @inlinable
+    public subscript(key: Key) -> Value? {
+        get { value(forKey: key) }
+        set { setValue(newValue, forKey: key) }
+    }
+}
+
+// Sendable when Value is: every entry and limit is guarded by the C cache's pthread mutex
+// (`yyc_memcache.lock`, taken at the top of each yyc_memcache_* call); `name` and the handlers
+// are in a Mutex; `handle` and `events` are immutable.
+extension MemoryCache: @unchecked Sendable where Value: Sendable {}
+
+extension MemoryCache: CustomStringConvertible {
+    /// `<MemoryCache<Key, Value>: 0x...> (name)`, or without the name.
+    public var description: String {
+        let address = "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+        let head = "<MemoryCache<\(Key.self), \(Value.self)>: \(address)>"
+        if let name { return "\(head) (\(name))" }
+        return head
+    }
+}

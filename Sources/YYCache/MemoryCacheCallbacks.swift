@@ -1,0 +1,111 @@
+import CYYCache
+import Foundation
+import Synchronization
+
+/// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx` and the
+/// event handlers' `ctx`). Non-generic, because a `@convention(c)` function cannot mention the
+/// cache's generic parameters; ``MemoryCacheEvents`` overrides the event methods.
+///
+/// It outlives the C cache: the ``MemoryCache`` frees the C cache in `deinit`, and only then
+/// are its stored properties (this object included) released.
+@usableFromInline
+class MemoryCacheCallbacks: @unchecked Sendable {
+    // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a weak
+    // reference written once before the C cache can call back.
+
+    /// `MemoryCache.releasesValuesOnMainThread`, read by the release callback on any thread.
+    let releasesOnMainThread = Atomic<Bool>(false)
+
+    init() {}
+
+    /// Called by the C core's memory-warning hook, on the thread of `handleMemoryWarning()`.
+    func memoryWarning() {}
+
+    /// Called by the C core's enter-background hook, on the thread of `handleEnterBackground()`.
+    func enterBackground() {}
+
+    /// The value callbacks for `yyc_memcache_new`, with `self` as their context (not retained).
+    func valueCallbacks() -> yyc_value_callbacks {
+        yyc_value_callbacks(
+            retain: memoryCacheRetainValue,
+            release: memoryCacheReleaseValue,
+            ctx: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Installs the event hooks on `handle`, with `self` as their context (not retained).
+    func installEventHandlers(on handle: OpaquePointer) {
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        yyc_memcache_set_memory_warning_handler(handle, memoryCacheMemoryWarning, ctx)
+        yyc_memcache_set_enter_background_handler(handle, memoryCacheEnterBackground, ctx)
+    }
+}
+
+/// Forwards the C core's events to a ``MemoryCache``'s handlers.
+final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unchecked Sendable {
+    // @unchecked Sendable: `cache` is written once, in MemoryCache.init, before the hooks are
+    // installed; afterwards it is only read.
+    weak var cache: MemoryCache<Key, Value>?
+
+    override func memoryWarning() {
+        guard let cache else { return }
+        cache.state.withLock { $0.didReceiveMemoryWarning }?(cache)
+    }
+
+    override func enterBackground() {
+        guard let cache else { return }
+        cache.state.withLock { $0.didEnterBackground }?(cache)
+    }
+}
+
+// The retain callback runs under the C cache's mutex: it only increments the box's reference
+// count (it must be cheap and must not call into the cache).
+private func memoryCacheRetainValue(
+    _ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?
+) -> UnsafeMutableRawPointer? {
+    if let value { _ = Unmanaged<AnyObject>.fromOpaque(value).retain() }
+    return value
+}
+
+// The release callback never runs under the mutex: the value's deinit may use the cache.
+private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
+    guard let ctx, let value else { return }
+    let callbacks = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue()
+    if callbacks.releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
+        // The pointer travels as an integer: the box is not Sendable, but after this hop no
+        // other thread touches it (the cache has already dropped it).
+        let bits = UInt(bitPattern: value)
+        DispatchQueue.main.async {
+            Unmanaged<AnyObject>.fromOpaque(UnsafeRawPointer(bitPattern: bits)!).release()
+        }
+    } else {
+        Unmanaged<AnyObject>.fromOpaque(value).release()
+    }
+}
+
+private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
+    guard let ctx else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().memoryWarning()
+}
+
+private func memoryCacheEnterBackground(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
+    guard let ctx else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().enterBackground()
+}
+
+/// "The main thread" for ``MemoryCache/releasesValuesOnMainThread``: the main thread itself, or
+/// whatever thread is running `DispatchQueue.main` (on Linux, `dispatchMain()` and an async
+/// `main` exit the main thread and drain the main queue on another thread).
+enum MainQueue {
+    // `marked` sets the key on the main queue once (lazy static initializers are thread-safe).
+    private static let key = DispatchSpecificKey<Bool>()
+    private static let marked: Bool = {
+        DispatchQueue.main.setSpecific(key: key, value: true)
+        return true
+    }()
+
+    /// Whether the caller runs on the main thread or on the main queue.
+    static var isCurrent: Bool {
+        guard marked else { return false }
+        return Thread.isMainThread || DispatchQueue.getSpecific(key: key) == true
+    }
+}

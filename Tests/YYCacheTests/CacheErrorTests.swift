@@ -1,0 +1,62 @@
+import CYYCache
+import Testing
+
+@testable import YYCache
+
+@Suite struct CacheErrorTests {
+    @Test func everyCodeEqualsItsCConstant() {
+        let pairs: [(CacheError.Code, yyc_status)] = [
+            (.invalidArgument, YYC_EINVAL),
+            (.outOfMemory, YYC_ENOMEM),
+            (.io, YYC_EIO),
+            (.sqlite, YYC_ESQLITE),
+            (.busy, YYC_EBUSY),
+            (.closed, YYC_ECLOSED),
+            (.corrupt, YYC_ECORRUPT),
+            (.tooLarge, YYC_ETOOBIG),
+            (.noSpace, YYC_ENOSPC),
+            (.permissionDenied, YYC_EPERM),
+        ]
+        for (code, status) in pairs {
+            #expect(code.rawValue == Int32(status.rawValue), "\(code)")
+            #expect(String(cString: yyc_status_name(code.rawValue)) != "UNKNOWN", "\(code)")
+        }
+    }
+
+    @Test func swiftOnlyCodesAreOutsideTheCRange() {
+        for code in [CacheError.Code.encoding, .decoding] {
+            #expect(String(cString: yyc_status_name(code.rawValue)) == "UNKNOWN")
+        }
+        #expect(CacheError.Code.encoding != CacheError.Code.decoding)
+    }
+
+    @Test func codesMatchInCatchClauses() {
+        func fail() throws { throw CacheError(code: .closed, message: "closed") }
+        var matched = false
+        do {
+            try fail()
+        } catch CacheError.Code.io {
+            Issue.record("matched the wrong code")
+        } catch CacheError.Code.closed {
+            matched = true
+        } catch {
+            Issue.record("did not match")
+        }
+        #expect(matched)
+    }
+
+    @Test func descriptionNamesTheCodeAndSQLiteCode() {
+        let error = CacheError(code: .sqlite, sqliteCode: 11, message: "database disk image is malformed")
+        #expect(error.description.contains("sqlite"))
+        #expect(error.description.contains("11"))
+        #expect(CacheError.Code(rawValue: 77).description == "Code(77)")
+    }
+
+    @Test func lastErrorWithoutRecordedDetailsUsesTheGenericMessage() {
+        // Nothing recorded ENOSPC on this thread, so the details do not belong to it.
+        let error = CacheError.lastError(status: Int32(YYC_ENOSPC.rawValue))
+        #expect(error.code == .noSpace)
+        #expect(error.sqliteCode == nil)
+        #expect(!error.message.isEmpty)
+    }
+}
