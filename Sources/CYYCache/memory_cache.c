@@ -76,6 +76,21 @@ bool yyc__memcache_check(yyc_memcache *c);
 unsigned yyc__memcache_auto_trim_fires(yyc_memcache *c);
 #endif
 
+/* --- time --- */
+
+/* Entry times and trim ages. CLOCK_MONOTONIC_COARSE is CLOCK_MONOTONIC as of the last kernel
+ * tick (1-10 ms resolution, never ahead of CLOCK_MONOTONIC): ~3 ns a read instead of ~25 ns,
+ * which was a third of a get's cost; ages are seconds, so the resolution does not matter.
+ * Every time in this file comes from here, so ages compare like with like. */
+static double clock_now(void) {
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
+        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+#endif
+    return yyc__monotonic_now();
+}
+
 /* --- locking --- */
 
 static void lock(yyc_memcache *c) {
@@ -228,7 +243,7 @@ int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *val
     yyc__lru_node *evicted = NULL;
     void *old = NULL;
     bool queue_release = false, queue_trim = false;
-    double now = yyc__monotonic_now();
+    double now = clock_now();
 
     lock(c);
     bool inserted;
@@ -280,7 +295,7 @@ int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **ou
         unlock(c);
         return YYC_NOTFOUND;
     }
-    n->time = yyc__monotonic_now();
+    n->time = clock_now();
     yyc__lru_map_move_to_head(&c->map, n);
     void *v = n->value;
     /* Retained under the lock: a concurrent set cannot release it first (YYCache PR #153). */
@@ -420,7 +435,7 @@ static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, dou
  * from the worker (auto-trim, deferred cost trim), so evicted values are released right here;
  * otherwise they follow the release policy. */
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker) {
-    double now = kind == TRIM_AGE ? yyc__monotonic_now() : 0.0;
+    double now = kind == TRIM_AGE ? clock_now() : 0.0;
     bool zero = kind == TRIM_AGE ? age <= 0 : limit == 0;
     bool queue_release = false;
     yyc__lru_node *list = NULL, *tail = NULL;
