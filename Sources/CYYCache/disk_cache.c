@@ -1,0 +1,685 @@
+/*
+ * disk_cache.c - YYDiskCache in C: a thread-safe, per-path shared core over yyc_kv.
+ *
+ * Deviations from YYDiskCache (tested in Tests/C/test_disk_cache.c):
+ *   - the per-path registry is keyed by the canonical path (realpath after creating the folder)
+ *     and its lookup-or-create is one critical section, so two threads opening one path share
+ *     one core (YYDiskCache could create two: two connections on one manifest);
+ *   - a core is reference-counted and can be closed explicitly (every later call returns
+ *     YYC_ECLOSED), the equivalent of _appWillBeTerminated;
+ *   - file names from the file-name function (or given explicitly) are validated;
+ *   - free space is measured on the cache's own file system (statvfs on its path);
+ *   - empty values are stored; in the FILE type (threshold 0) they get a file like any value;
+ *   - errors are returned and reported through the hook; the hook runs after the core's mutex
+ *     is released (events are queued under the lock, delivered after unlocking). Corruption
+ *     events that happen while no hook is set (for example the manifest rebuilt by the open)
+ *     are kept (at most PENDING_MAX) and delivered when a hook is set.
+ *
+ * Locking: `lock` guards every field of the core but `refcount`, `next` and `registered`
+ * (guarded by the registry mutex) and `timer` / `interval` (guarded by `timer_lock`). Lock
+ * order: registry -> core lock. timer_lock is never held together with the core lock. No user
+ * callback (file-name function, progress, error hook) runs while a lock is held.
+ */
+#include "internal.h"
+
+#include "fs_util.h"
+#include "kv_private.h"
+
+#include <errno.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <time.h>
+
+#define DEFAULT_AUTO_TRIM_INTERVAL 60.0
+#define PENDING_MAX 8
+
+struct yyc_diskcache {
+    pthread_mutex_t lock;
+    yyc_kv *kv; /* NULL once closed */
+    bool closed;
+    char *path; /* canonical; immutable */
+    size_t threshold;
+    yyc_kv_type type;
+    int64_t count_limit;
+    int64_t cost_limit;
+    double age_limit;
+    int64_t free_space_limit;
+    char *name;
+    bool logs;
+    yyc_filename_fn filename_fn;
+    void *filename_ctx;
+    yyc_error_hook hook;
+    void *hook_ctx;
+    yyc_error pending[PENDING_MAX]; /* reported under the lock, delivered after unlocking */
+    int npending;
+
+    pthread_mutex_t timer_lock;
+    yyc__timer *timer; /* NULL once closed */
+    double interval;
+
+    /* Registry (registry.lock). */
+    long refcount;
+    bool registered;
+    struct yyc_diskcache *next;
+};
+
+/* Every open core, by canonical path. */
+static struct {
+    pthread_mutex_t lock;
+    yyc_diskcache *head;
+} registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* --- private prototypes --- */
+
+static void push_event(yyc_diskcache *dc, const yyc_error *e);
+static void unlock_and_deliver(yyc_diskcache *dc);
+static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
+static void auto_trim(void *arg);
+
+/* --- locking and reporting --- */
+
+static void lock_init(pthread_mutex_t *m) {
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+#ifndef NDEBUG
+    pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ERRORCHECK);
+#endif
+    int rc = pthread_mutex_init(m, &attr);
+    assert(rc == 0);
+    (void)rc;
+    pthread_mutexattr_destroy(&attr);
+}
+
+static void lock(pthread_mutex_t *m) {
+    int rc = pthread_mutex_lock(m);
+    assert(rc == 0);
+    (void)rc;
+}
+
+static void unlock(pthread_mutex_t *m) {
+    int rc = pthread_mutex_unlock(m);
+    assert(rc == 0);
+    (void)rc;
+}
+
+/* The storage's hook: runs on the failing thread, under the core's lock. */
+static void kv_hook(void *ctx, const yyc_error *e) { push_event(ctx, e); }
+
+/* Queues an event (caller holds the lock, or owns the core exclusively during open). When
+ * the queue is full the oldest event is dropped. */
+static void push_event(yyc_diskcache *dc, const yyc_error *e) {
+    if (dc->npending == PENDING_MAX) {
+        memmove(dc->pending, dc->pending + 1, (PENDING_MAX - 1) * sizeof *dc->pending);
+        dc->npending--;
+    }
+    dc->pending[dc->npending++] = *e;
+}
+
+/* Records a core-level failure (thread's last error + queued for the hook). Returns code. */
+static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what) {
+    yyc_error e = {.code = code, .sys_errno = sys_errno};
+    if (sys_errno) snprintf(e.message, sizeof e.message, "%s: %s", what, strerror(sys_errno));
+    else snprintf(e.message, sizeof e.message, "%s", what);
+    yyc__error(code, 0, sys_errno, "%s", e.message);
+    if (dc->logs) fprintf(stderr, "yycache: disk cache: %s (%s)\n", e.message, yyc_status_name(code));
+    push_event(dc, &e);
+    return code;
+}
+
+/* Releases the core's lock, then hands the queued events to the hook. Without a hook only the
+ * corruption events stay queued (for a hook set later); the others are dropped. */
+static void unlock_and_deliver(yyc_diskcache *dc) {
+    yyc_error events[PENDING_MAX];
+    int n = 0;
+    yyc_error_hook hook = dc->hook;
+    void *ctx = dc->hook_ctx;
+    if (hook) {
+        n = dc->npending;
+        memcpy(events, dc->pending, (size_t)n * sizeof *events);
+        dc->npending = 0;
+    } else {
+        int kept = 0;
+        for (int i = 0; i < dc->npending; i++)
+            if (dc->pending[i].code == YYC_ECORRUPT) dc->pending[kept++] = dc->pending[i];
+        dc->npending = kept;
+    }
+    unlock(&dc->lock);
+    for (int i = 0; i < n; i++) hook(ctx, &events[i]);
+}
+
+/* Takes the lock; if the core is closed, records YYC_ECLOSED, unlocks and returns it. */
+static int lock_open(yyc_diskcache *dc) {
+    lock(&dc->lock);
+    if (dc->closed) {
+        fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
+        unlock_and_deliver(dc);
+        return YYC_ECLOSED;
+    }
+    return YYC_OK;
+}
+
+static bool key_is_empty(const char *key) { return !key || !*key; }
+
+/* --- open, retain, release, close --- */
+
+static yyc_kv_type type_for_threshold(size_t threshold) {
+    if (threshold == 0) return YYC_KV_FILE;
+    if (threshold == SIZE_MAX) return YYC_KV_SQLITE;
+    return YYC_KV_MIXED;
+}
+
+static void free_core(yyc_diskcache *dc) {
+    pthread_mutex_destroy(&dc->lock);
+    pthread_mutex_destroy(&dc->timer_lock);
+    free(dc->name);
+    free(dc->path);
+    free(dc);
+}
+
+int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache **out) {
+    if (YYC__MISUSE(out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "out is NULL");
+    *out = NULL;
+    if (!path || !*path) return yyc__error(YYC_EINVAL, 0, 0, "empty path");
+    if (strlen(path) > PATH_MAX - 64) return yyc__error(YYC_EINVAL, 0, 0, "path too long");
+    int err = yyc__fs_mkdirs(path);
+    if (err) {
+        int code = yyc__status_from_errno(err);
+        if (code == YYC_NOTFOUND) code = YYC_EIO;
+        return yyc__error(code, 0, err, "create cache folder: %s", strerror(err));
+    }
+    char *canon = realpath(path, NULL);
+    if (!canon) {
+        int e = errno;
+        int code = yyc__status_from_errno(e);
+        if (code == YYC_NOTFOUND) code = YYC_EIO;
+        return yyc__error(code, 0, e, "resolve cache path: %s", strerror(e));
+    }
+
+    lock(&registry.lock);
+    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next) {
+        if (strcmp(dc->path, canon) != 0) continue;
+        lock(&dc->lock);
+        bool closed = dc->closed;
+        unlock(&dc->lock);
+        if (closed) continue; /* being closed: its storage is gone; make a new core */
+        dc->refcount++;
+        unlock(&registry.lock);
+        free(canon);
+        *out = dc;
+        return YYC_OK;
+    }
+    int rc = YYC_OK;
+    yyc_diskcache *dc = calloc(1, sizeof *dc);
+    if (!dc) {
+        unlock(&registry.lock);
+        free(canon);
+        return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate disk cache");
+    }
+    lock_init(&dc->lock);
+    lock_init(&dc->timer_lock);
+    dc->path = canon;
+    dc->threshold = inline_threshold;
+    dc->type = type_for_threshold(inline_threshold);
+    dc->count_limit = INT64_MAX;
+    dc->cost_limit = INT64_MAX;
+    dc->age_limit = DBL_MAX;
+    dc->free_space_limit = 0;
+    dc->interval = DEFAULT_AUTO_TRIM_INTERVAL;
+    /* The core is not shared yet: the hook may queue events without the lock. */
+    rc = yyc__kv_open_ex(canon, dc->type, kv_hook, dc, &dc->kv);
+    if (rc == YYC_OK) {
+        rc = yyc__timer_new(auto_trim, dc, dc->interval, &dc->timer);
+        if (rc != YYC_OK) {
+            yyc_kv_close(dc->kv);
+            yyc__error(rc, 0, ENOMEM, "create auto-trim timer");
+        }
+    }
+    if (rc != YYC_OK) {
+        unlock(&registry.lock);
+        free_core(dc);
+        return rc;
+    }
+    dc->refcount = 1;
+    dc->registered = true;
+    dc->next = registry.head;
+    registry.head = dc;
+    unlock(&registry.lock);
+    *out = dc;
+    return YYC_OK;
+}
+
+yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc) {
+    if (!dc) return NULL;
+    lock(&registry.lock);
+    dc->refcount++;
+    unlock(&registry.lock);
+    return dc;
+}
+
+/* Caller holds registry.lock. */
+static void unregister(yyc_diskcache *dc) {
+    if (!dc->registered) return;
+    for (yyc_diskcache **p = &registry.head; *p; p = &(*p)->next) {
+        if (*p == dc) {
+            *p = dc->next;
+            break;
+        }
+    }
+    dc->registered = false;
+    dc->next = NULL;
+}
+
+void yyc_diskcache_close(yyc_diskcache *dc) {
+    if (!dc) return;
+    lock(&dc->lock);
+    yyc_kv *kv = dc->kv;
+    bool was_closed = dc->closed;
+    dc->closed = true;
+    dc->kv = NULL;
+    unlock_and_deliver(dc);
+    if (was_closed) return;
+    /* Outside the core's lock: a trim firing on the worker may be waiting for it, and closing
+     * the storage waits for the storage's jobs on that same worker. */
+    lock(&dc->timer_lock);
+    yyc__timer *t = dc->timer;
+    dc->timer = NULL;
+    unlock(&dc->timer_lock);
+    yyc__timer_free(t);
+    yyc_kv_close(kv);
+    lock(&registry.lock);
+    unregister(dc);
+    unlock(&registry.lock);
+}
+
+void yyc_diskcache_release(yyc_diskcache *dc) {
+    if (!dc) return;
+    lock(&registry.lock);
+    long left = --dc->refcount;
+    assert(left >= 0);
+    if (left == 0) unregister(dc);
+    unlock(&registry.lock);
+    if (left > 0) return;
+    yyc_diskcache_close(dc);
+    free_core(dc);
+}
+
+const char *yyc_diskcache_path(yyc_diskcache *dc) { return dc ? dc->path : NULL; }
+
+size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc) { return dc ? dc->threshold : 0; }
+
+/* --- reads --- */
+
+bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
+    if (YYC__MISUSE(dc == NULL)) return false;
+    if (lock_open(dc) != YYC_OK) return false;
+    int rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
+    unlock_and_deliver(dc);
+    return rc == YYC_OK;
+}
+
+int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len) {
+    if (YYC__MISUSE(dc == NULL || out_value == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_value = NULL;
+    *out_len = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,
+                                    size_t *out_len) {
+    if (YYC__MISUSE(dc == NULL || out == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = NULL;
+    *out_len = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    yyc_kv_item *item = NULL;
+    rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
+    if (rc == YYC_OK && item->extended_len) {
+        void *copy = malloc(item->extended_len);
+        if (!copy) {
+            rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "copy extended data");
+        } else {
+            memcpy(copy, item->extended_data, item->extended_len);
+            *out = copy;
+            *out_len = item->extended_len;
+        }
+    }
+    yyc_kv_item_free(item);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+/* --- writes --- */
+
+static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                    const void *extended, size_t extended_len, const char *explicit_name,
+                    bool use_fn) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    if (key_is_empty(key) || (!value && len)) {
+        rc = fail_locked(dc, YYC_EINVAL, 0, key_is_empty(key) ? "empty key" : "NULL value with a length");
+        unlock_and_deliver(dc);
+        return rc;
+    }
+    yyc_kv_type type = dc->type;
+    size_t threshold = dc->threshold;
+    yyc_filename_fn fn = use_fn ? dc->filename_fn : NULL;
+    void *fn_ctx = dc->filename_ctx;
+    unlock_and_deliver(dc);
+
+    /* YYDiskCache: a file when the value is strictly larger than the threshold. The FILE type
+     * (threshold 0) needs a file for every value, the empty one included. */
+    bool to_file = type == YYC_KV_FILE || (type == YYC_KV_MIXED && len > threshold);
+    char name[256];
+    const char *filename = NULL;
+    bool bad_name = false;
+    if (to_file) {
+        if (explicit_name && *explicit_name) {
+            filename = explicit_name;
+        } else if (fn) {
+            name[0] = '\0';
+            if (fn(fn_ctx, key, name)) { /* called without the lock */
+                if (!memchr(name, '\0', sizeof name)) bad_name = true;
+                else if (name[0]) filename = name;
+            }
+        }
+        if (!filename && !bad_name) {
+            yyc_kv_md5_filename(key, name);
+            filename = name;
+        }
+        if (!bad_name && !yyc_kv_filename_is_valid(filename)) bad_name = true;
+    }
+    rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    if (bad_name) rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
+    else rc = yyc_kv_save(dc->kv, key, value, len, filename, extended, extended_len);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                      const void *extended, size_t extended_len) {
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true);
+}
+
+int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
+                                    size_t len, const void *extended, size_t extended_len,
+                                    const char *filename) {
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false);
+}
+
+void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->filename_fn = fn;
+    dc->filename_ctx = ctx;
+    unlock(&dc->lock);
+}
+
+/* --- removal --- */
+
+int yyc_diskcache_remove(yyc_diskcache *dc, const char *key) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = key_is_empty(key) ? YYC_OK : yyc_kv_remove(dc->kv, key);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_remove_all(yyc_diskcache *dc) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = yyc_kv_remove_all(dc->kv);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progress, void *ctx) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    int64_t total = 0;
+    rc = yyc_kv_count(dc->kv, &total);
+    unlock_and_deliver(dc);
+    if (rc != YYC_OK) return rc;
+    /* The total is a snapshot: values written meanwhile by other threads may stay. */
+    int64_t removed = 0, reported = -1;
+    while (removed < total) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
+        int64_t n = 0;
+        rc = yyc__kv_remove_lru_batch(dc->kv, YYC__KV_REMOVE_ALL_BATCH, &n);
+        unlock_and_deliver(dc);
+        if (rc != YYC_OK) return rc;
+        if (n == 0) break;
+        removed += n;
+        if (removed > total) removed = total;
+        if (progress) progress(ctx, removed, total); /* lock released between batches */
+        reported = removed;
+    }
+    if (total > 0 && reported != total && progress) progress(ctx, total, total);
+    if (total > 0 && lock_open(dc) == YYC_OK) {
+        yyc__kv_checkpoint(dc->kv);
+        unlock_and_deliver(dc);
+    }
+    return YYC_OK;
+}
+
+/* --- totals --- */
+
+int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out) {
+    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = yyc_kv_count(dc->kv, out);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
+    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = yyc_kv_size(dc->kv, out);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+/* --- trims (spec 4.3); the caller holds the lock and the core is open --- */
+
+static int trim_cost_locked(yyc_diskcache *dc, int64_t cost) {
+    if (cost == INT64_MAX) return YYC_OK;
+    return yyc_kv_remove_to_fit_size(dc->kv, cost < 0 ? 0 : cost); /* 0: everything */
+}
+
+static int trim_count_locked(yyc_diskcache *dc, int64_t count) {
+    if (count == INT64_MAX) return YYC_OK;
+    return yyc_kv_remove_to_fit_count(dc->kv, count < 0 ? 0 : count);
+}
+
+static int trim_age_locked(yyc_diskcache *dc, double age) {
+    if (isnan(age)) return YYC_OK;
+    if (age <= 0) return yyc_kv_remove_all(dc->kv);
+    int64_t now = (int64_t)time(NULL);
+    if (!(age < (double)now)) return YYC_OK; /* covers DBL_MAX and +inf */
+    int64_t cutoff = now - (int64_t)age;
+    if (cutoff <= 0) return YYC_OK;
+    return yyc_kv_remove_earlier_than(dc->kv, cutoff);
+}
+
+static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
+    if (target <= 0) return YYC_OK;
+    int64_t total = 0;
+    int rc = yyc_kv_size(dc->kv, &total);
+    if (rc != YYC_OK) return rc;
+    if (total <= 0) return YYC_OK;
+    struct statvfs sv;
+    if (statvfs(dc->path, &sv) != 0) return fail_locked(dc, YYC_EIO, errno, "statvfs");
+    /* Measured on the cache's own file system (YYDiskCache measured the home folder's). */
+    uint64_t avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+    int64_t free_bytes = avail > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)avail;
+    if (free_bytes >= target) return YYC_OK;
+    int64_t need = target - free_bytes;
+    int64_t keep = total > need ? total - need : 0;
+    return yyc_kv_remove_to_fit_size(dc->kv, keep);
+}
+
+int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = trim_count_locked(dc, count);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = trim_cost_locked(dc, cost);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = trim_age_locked(dc, seconds);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = trim_free_space_locked(dc, bytes);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+/* The auto-trim timer (worker thread): cost, count, age, free space, as YYDiskCache does. */
+static void auto_trim(void *arg) {
+    yyc_diskcache *dc = arg;
+    lock(&dc->lock);
+    if (dc->closed) {
+        unlock(&dc->lock);
+        return;
+    }
+    trim_cost_locked(dc, dc->cost_limit);
+    if (dc->kv) trim_count_locked(dc, dc->count_limit);
+    if (dc->kv) trim_age_locked(dc, dc->age_limit);
+    if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
+    unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+}
+
+/* --- settings --- */
+
+#define LOCKED_SET(dc, field, value) \
+    do {                             \
+        if (!(dc)) return;           \
+        lock(&(dc)->lock);           \
+        (dc)->field = (value);       \
+        unlock(&(dc)->lock);         \
+    } while (0)
+
+#define LOCKED_GET(dc, type, field, fallback) \
+    do {                                      \
+        if (!(dc)) return (fallback);         \
+        lock(&(dc)->lock);                    \
+        type v__ = (dc)->field;               \
+        unlock(&(dc)->lock);                  \
+        return v__;                           \
+    } while (0)
+
+void yyc_diskcache_set_count_limit(yyc_diskcache *dc, int64_t limit) {
+    LOCKED_SET(dc, count_limit, limit < 0 ? 0 : limit);
+}
+int64_t yyc_diskcache_count_limit(yyc_diskcache *dc) { LOCKED_GET(dc, int64_t, count_limit, 0); }
+
+void yyc_diskcache_set_cost_limit(yyc_diskcache *dc, int64_t limit) {
+    LOCKED_SET(dc, cost_limit, limit < 0 ? 0 : limit);
+}
+int64_t yyc_diskcache_cost_limit(yyc_diskcache *dc) { LOCKED_GET(dc, int64_t, cost_limit, 0); }
+
+void yyc_diskcache_set_age_limit(yyc_diskcache *dc, double seconds) {
+    LOCKED_SET(dc, age_limit, seconds < 0 ? 0 : seconds);
+}
+double yyc_diskcache_age_limit(yyc_diskcache *dc) { LOCKED_GET(dc, double, age_limit, 0); }
+
+void yyc_diskcache_set_free_disk_space_limit(yyc_diskcache *dc, int64_t bytes) {
+    LOCKED_SET(dc, free_space_limit, bytes < 0 ? 0 : bytes);
+}
+int64_t yyc_diskcache_free_disk_space_limit(yyc_diskcache *dc) {
+    LOCKED_GET(dc, int64_t, free_space_limit, 0);
+}
+
+void yyc_diskcache_set_auto_trim_interval(yyc_diskcache *dc, double seconds) {
+    if (!dc) return;
+    lock(&dc->timer_lock);
+    dc->interval = seconds;
+    if (dc->timer) yyc__timer_set_interval(dc->timer, seconds);
+    unlock(&dc->timer_lock);
+}
+
+double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc) {
+    if (!dc) return 0;
+    lock(&dc->timer_lock);
+    double v = dc->interval;
+    unlock(&dc->timer_lock);
+    return v;
+}
+
+void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->logs = on;
+    if (dc->kv) yyc_kv_set_error_logs_enabled(dc->kv, on);
+    unlock(&dc->lock);
+}
+
+bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc) { LOCKED_GET(dc, bool, logs, false); }
+
+void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->hook = hook;
+    dc->hook_ctx = ctx;
+    unlock_and_deliver(dc); /* events kept while no hook was set */
+}
+
+void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name) {
+    if (!dc) return;
+    char *copy = name ? strdup(name) : NULL;
+    lock(&dc->lock);
+    char *old = dc->name;
+    dc->name = copy;
+    unlock(&dc->lock);
+    free(old);
+}
+
+char *yyc_diskcache_copy_name(yyc_diskcache *dc) {
+    if (!dc) return NULL;
+    lock(&dc->lock);
+    char *copy = dc->name ? strdup(dc->name) : NULL;
+    unlock(&dc->lock);
+    return copy;
+}
