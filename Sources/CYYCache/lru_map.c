@@ -216,8 +216,10 @@ static void grow_if_needed(yyc__lru_map *m) {
         start_resize(m, buckets * 2);
 }
 
-/* Halves the table when it is at most 1/8 full, so trims give memory back; hysteresis (grow at
- * 1, shrink at 1/8 to 1/4) keeps the cost amortized O(1). */
+/* Halves the table when it is at most 1/8 full; hysteresis (grow at 1, shrink at 1/8 to 1/4)
+ * keeps the cost amortized O(1). Called by pop_tail only: an LRU eviction loop (a trim) gives
+ * memory back, while removals by key keep the capacity as Swift's Dictionary does, so that
+ * emptying a cache key by key and refilling it does not resize twice. */
 static void shrink_if_sparse(yyc__lru_map *m) {
     size_t buckets = m->mask + 1;
     if (!m->old && buckets > YYC__LRU_MIN_BUCKETS && m->count <= buckets / 8)
@@ -344,7 +346,6 @@ static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *n) {
     unlink_node(m, n);
     migrate_some(m);
-    shrink_if_sparse(m);
 }
 
 void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *n) {
@@ -354,7 +355,11 @@ void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *n) {
 
 yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m) {
     yyc__lru_node *n = m->tail;
-    if (n) yyc__lru_map_unlink(m, n);
+    if (n) {
+        unlink_node(m, n);
+        migrate_some(m);
+        shrink_if_sparse(m); /* evictions (trims) give memory back; removals by key do not */
+    }
     return n;
 }
 

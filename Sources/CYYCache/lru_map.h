@@ -5,8 +5,8 @@
  * onto an intrusive doubly linked list in access order: head = most recently used, tail = least
  * recently used. One allocation per entry: the node with the key bytes inline. Keys are
  * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes).
- * Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles (and halves) with
- * the entry count, and rehashes incrementally (a few slots per mutating call), so no call
+ * Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles with the entry
+ * count (and halves when pop_tail leaves it 1/8 full), and rehashes incrementally (a few slots per mutating call), so no call
  * stalls on a full rehash (one would take ~10 ms at a million entries, under the owner's lock).
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
@@ -123,7 +123,9 @@ void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *node);
 /* unlink + yyc__lru_node_free (the value is not touched). */
 void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *node);
 
-/* Unlinks and returns the least recently used node (owned by the caller), or NULL if empty. */
+/* Unlinks and returns the least recently used node (owned by the caller), or NULL if empty.
+ * Unlike unlink, may shrink the table (evictions give memory back; removals by key keep the
+ * capacity). */
 yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
 
 /* Empties the map in O(1): returns the former list (head first, linked through next, ending in

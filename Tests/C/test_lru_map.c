@@ -344,7 +344,21 @@ static void lru_map_table_grows_with_count_and_shrinks_after_removals(void **sta
         if (len > longest) longest = len;
     }
     assert_true(longest <= 16);
-    /* Removing almost everything gives the table back. */
+    /* Removing by key keeps the capacity (refilling must not resize again)... */
+    size_t full_buckets = m.mask + 1;
+    for (int i = 0; i < N; i += 2) {
+        snprintf(key, sizeof key, "%d", i);
+        yyc__lru_map_remove(&m, yyc__lru_map_find(&m, key, strlen(key)));
+    }
+    CHECKED(&m);
+    assert_int_equal(m.mask + 1, full_buckets);
+    for (int i = 0; i < N; i += 2) {
+        snprintf(key, sizeof key, "%d", i);
+        assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 1, 0.0));
+    }
+    assert_int_equal(m.mask + 1, full_buckets);
+    CHECKED(&m);
+    /* ...while evicting almost everything from the tail gives the table back. */
     for (int i = 0; i < N - 10; i++) {
         yyc__lru_node *t = yyc__lru_map_pop_tail(&m);
         assert_non_null(t);
