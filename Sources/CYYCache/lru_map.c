@@ -281,6 +281,7 @@ yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t 
 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
                                    size_t cost, double time) {
+    if (key_len > UINT32_MAX) return NULL; /* before hashing: the key is never read */
     yyc__lru_node *n = new_node(key, key_len, (uint32_t)yyc__hash_bytes(key, key_len, m->seed));
     if (!n) return NULL;
     n->value = value;

@@ -762,6 +762,24 @@ static void key_with_nul_bytes_is_distinct_from_its_prefix(void **state) {
     yyc_memcache_free(c);
 }
 
+static void key_longer_than_4_gib_is_refused_without_reading_it(void **state) {
+    (void)state;
+    yyc_memcache *c = new_plain_cache();
+    /* Node key lengths are 32-bit. The length is checked before the bytes are read, so a short
+     * buffer is safe here. */
+    size_t huge = (size_t)UINT32_MAX + 1;
+    int v = 1;
+    assert_int_equal(yyc_memcache_set(c, "x", huge, &v, 0), YYC_ENOMEM);
+    assert_false(yyc_memcache_contains(c, "x", huge));
+    void *out = &out;
+    assert_int_equal(yyc_memcache_get(c, "x", huge, &out), YYC_NOTFOUND);
+    assert_null(out);
+    assert_int_equal(yyc_memcache_remove(c, "x", huge), YYC_OK);
+    assert_int_equal(yyc_memcache_total_count(c), 0);
+    assert_true(yyc__memcache_check(c));
+    yyc_memcache_free(c);
+}
+
 static void null_key_with_length_is_rejected(void **state) {
     (void)state;
     yyc_memcache *c = new_plain_cache();
@@ -870,6 +888,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(empty_key_is_a_valid_key),
     cmocka_unit_test(key_of_one_mebibyte_works),
     cmocka_unit_test(key_with_nul_bytes_is_distinct_from_its_prefix),
+    cmocka_unit_test(key_longer_than_4_gib_is_refused_without_reading_it),
     cmocka_unit_test(null_key_with_length_is_rejected),
     cmocka_unit_test(null_handle_is_rejected_everywhere),
     cmocka_unit_test(cost_near_size_max_saturates_total),
