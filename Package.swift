@@ -32,6 +32,12 @@ let package = Package(
             dependencies: ["CYYCache"],
             path: "Sources/YYCache"
         ),
+        // The Swift side of `make bench` (Benchmarks/run builds and drives it).
+        .executableTarget(
+            name: "yycache-bench",
+            dependencies: ["YYCache"],
+            path: "Sources/yycache-bench"
+        ),
         .testTarget(
             name: "YYCacheTests",
             dependencies: ["YYCache", "CYYCache"],
