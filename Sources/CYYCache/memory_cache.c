@@ -11,7 +11,6 @@
 #include "internal.h"
 #include "lru_map.h"
 
-#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
