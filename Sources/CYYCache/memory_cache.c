@@ -239,6 +239,7 @@ void yyc_memcache_free(yyc_memcache *c) {
 
 int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
     if (!c || (!key && key_len > 0)) return YYC_EINVAL;
+    if (key_len > UINT32_MAX) return YYC_ETOOBIG; /* node key lengths are 32-bit */
     yyc__lru_node *evicted = NULL;
     void *old = NULL;
     bool queue_release = false, queue_trim = false;

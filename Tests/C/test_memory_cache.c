@@ -769,7 +769,7 @@ static void key_longer_than_4_gib_is_refused_without_reading_it(void **state) {
      * buffer is safe here. */
     size_t huge = (size_t)UINT32_MAX + 1;
     int v = 1;
-    assert_int_equal(yyc_memcache_set(c, "x", huge, &v, 0), YYC_ENOMEM);
+    assert_int_equal(yyc_memcache_set(c, "x", huge, &v, 0), YYC_ETOOBIG);
     assert_false(yyc_memcache_contains(c, "x", huge));
     void *out = &out;
     assert_int_equal(yyc_memcache_get(c, "x", huge, &out), YYC_NOTFOUND);

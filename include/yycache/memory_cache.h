@@ -4,8 +4,9 @@
  * Think of a yyc_memcache pointer as an object. Constructor: yyc_memcache_new().
  * Destructor: yyc_memcache_free(). Every other function is a method.
  *
- * Keys are byte strings (any length, zero included; NUL bytes allowed) copied into the cache.
- * Values are opaque pointers owned through the retain/release callbacks given at creation.
+ * Keys are byte strings (zero length included; NUL bytes allowed; below 4 GiB) copied into the
+ * cache. Values are opaque pointers owned through the retain/release callbacks given at
+ * creation; a NULL value is stored as is and never passed to retain or release.
  * Lookups, inserts and removals are O(1); entries live in a hash table threaded onto a doubly
  * linked list in access order (head = most recently used).
  *
@@ -59,7 +60,8 @@ YYC_API void yyc_memcache_free(yyc_memcache *c);
  * trim is scheduled; if the count exceeds the count limit, the least recently used entry is
  * evicted before returning (one entry per call). value may be NULL (stored as NULL).
  * Total cost saturates at SIZE_MAX instead of wrapping.
- * Returns: YYC_OK, YYC_EINVAL (NULL cache, or NULL key with key_len > 0), YYC_ENOMEM.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, or NULL key with key_len > 0), YYC_ETOOBIG (key of
+ * 4 GiB or more; checked before the key is read), YYC_ENOMEM.
  * Ownership: key is copied; value is retained. */
 YYC_API int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value,
                              size_t cost);
@@ -87,7 +89,8 @@ YYC_API size_t yyc_memcache_total_cost(yyc_memcache *c);
 
 /* Limits. SIZE_MAX (the default) means no limit for count and cost; an age of DBL_MAX or
  * +infinity (the default is DBL_MAX) means no limit; age is seconds since last access or set,
- * measured on CLOCK_MONOTONIC. A NaN age is treated as no limit. Getters return the defaults
+ * measured on CLOCK_MONOTONIC_COARSE (1-10 ms resolution; it costs a third of a fine clock
+ * read). A NaN age is treated as no limit. Getters return the defaults
  * for a NULL cache. */
 YYC_API void yyc_memcache_set_count_limit(yyc_memcache *c, size_t limit);
 YYC_API size_t yyc_memcache_count_limit(yyc_memcache *c);
