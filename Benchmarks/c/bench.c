@@ -57,6 +57,7 @@ static struct {
     const char *system;  /* footprint: one id */
     const char *keytype; /* footprint: str | int */
     const char *dir;
+    const char *phase;   /* memory groups: run only this workload (profiling) */
     long keys, disk_keys, ops_per_thread;
     int reps, warmup, threads;
     uint64_t seed;
@@ -283,39 +284,57 @@ static void bench_memory(const char *group, bool str) {
             for (size_t i = 0; i < n; i++) { atomic_init(&mv.values[i].rc, 1); mv.values[i].v = (uint32_t)i; }
         }
         series s[5] = {{.workload = "set_fresh"}, {.workload = "set_noresize"}, {.workload = "get_seq"}, {.workload = "get_random"}, {.workload = "get_miss50"}};
+        /* --phase W runs only workload W (for profiling): the cache is then built once unless
+         * W is one of the sets. */
+        bool want[5];
+        for (int w = 0; w < 5; w++) want[w] = !opt.phase || strcmp(opt.phase, s[w].workload) == 0;
+        yyc_memcache *c = NULL;
         for (int rep = 0; rep < opt.warmup + opt.reps; rep++) {
-            yyc_memcache *c = memcache_make(&mv);
-            double t0 = now();
-            for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
-            record(&s[0], rep, (long)n, now() - t0);
-            /* YYCache's benchmark clears by removing every key (removeAll would rebuild) */
-            for (size_t i = 0; i < n; i++) yyc_memcache_remove(c, ks.ptr[i], ks.len[i]);
-            t0 = now();
-            for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
-            record(&s[1], rep, (long)n, now() - t0);
-            t0 = now();
-            for (size_t i = 0; i < n; i++) {
-                void *v;
-                if (yyc_memcache_get(c, ks.ptr[i], ks.len[i], &v) == YYC_OK) memget_consume(&mv, v);
+            double t0;
+            if (!c || want[0] || want[1]) {
+                if (c) yyc_memcache_free(c);
+                c = memcache_make(&mv);
+                t0 = now();
+                for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+                if (want[0]) record(&s[0], rep, (long)n, now() - t0);
             }
-            record(&s[2], rep, (long)n, now() - t0);
-            t0 = now();
-            for (size_t i = 0; i < n; i++) {
-                void *v;
-                uint32_t k = rnd[i];
-                if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+            if (want[1]) {
+                /* YYCache's benchmark clears by removing every key (removeAll would rebuild) */
+                for (size_t i = 0; i < n; i++) yyc_memcache_remove(c, ks.ptr[i], ks.len[i]);
+                t0 = now();
+                for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+                record(&s[1], rep, (long)n, now() - t0);
             }
-            record(&s[3], rep, (long)n, now() - t0);
-            t0 = now();
-            for (size_t i = 0; i < n; i++) {
-                void *v;
-                uint32_t k = mix[i];
-                if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+            if (want[2]) {
+                t0 = now();
+                for (size_t i = 0; i < n; i++) {
+                    void *v;
+                    if (yyc_memcache_get(c, ks.ptr[i], ks.len[i], &v) == YYC_OK) memget_consume(&mv, v);
+                }
+                record(&s[2], rep, (long)n, now() - t0);
             }
-            record(&s[4], rep, (long)n, now() - t0);
-            yyc_memcache_free(c);
+            if (want[3]) {
+                t0 = now();
+                for (size_t i = 0; i < n; i++) {
+                    void *v;
+                    uint32_t k = rnd[i];
+                    if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+                }
+                record(&s[3], rep, (long)n, now() - t0);
+            }
+            if (want[4]) {
+                t0 = now();
+                for (size_t i = 0; i < n; i++) {
+                    void *v;
+                    uint32_t k = mix[i];
+                    if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+                }
+                record(&s[4], rep, (long)n, now() - t0);
+            }
         }
-        for (int w = 0; w < 5; w++) emit(group, systems[si].id, systems[si].name, &s[w]);
+        yyc_memcache_free(c);
+        for (int w = 0; w < 5; w++)
+            if (want[w]) emit(group, systems[si].id, systems[si].name, &s[w]);
         free(mv.values);
     }
     free(rnd); free(mix);
@@ -723,7 +742,8 @@ static void usage(void) {
     fprintf(stderr,
             "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|footprint]\n"
             "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
-            "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n");
+            "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
+            "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n");
     exit(2);
 }
 
@@ -753,6 +773,7 @@ int main(int argc, char **argv) {
         else if (OPT("--warmup")) opt.warmup = atoi(v);
         else if (OPT("--threads")) opt.threads = atoi(v);
         else if (OPT("--dir")) opt.dir = v;
+        else if (OPT("--phase")) opt.phase = v;
         else if (OPT("--seed")) opt.seed = strtoull(v, NULL, 10);
         else usage();
 #undef OPT

@@ -13,6 +13,7 @@ struct Options {
     var system: String? = nil
     var keytype = "str"
     var dir: String? = nil
+    var phase: String? = nil // memory groups: run only this workload (profiling)
     var keys = 200_000
     var diskKeys = 1_000
     var opsPerThread = 200_000
@@ -32,6 +33,7 @@ func usage() -> Never {
         usage: yycache-bench [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|footprint]
                [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]
                [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]
+               [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)
 
         """.utf8))
     exit(2)
@@ -58,6 +60,7 @@ func parseOptions() {
         case "--warmup": opt.warmup = int(v)
         case "--threads": opt.threads = int(v)
         case "--dir": opt.dir = v
+        case "--phase": opt.phase = v
         case "--seed": guard let s = UInt64(v) else { usage() }; opt.seed = s
         default: usage()
         }
