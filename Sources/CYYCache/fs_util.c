@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bsd/stdlib.h> /* arc4random_buf */
@@ -89,7 +90,7 @@ int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t le
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
         unsigned char rnd[8];
         arc4random_buf(rnd, sizeof rnd);
-        snprintf(tmp, sizeof tmp, ".yyc-tmp-%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+        snprintf(tmp, sizeof tmp, YYC__FS_TEMP_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
                  rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) return errno;
@@ -141,8 +142,14 @@ int yyc__fs_read_full(int fd, void *buf, size_t len) {
 
 /* --- recursive removal --- */
 
+/* A new open file description of the same folder (a dup would share the directory stream
+ * position with the original descriptor, which another thread may be reading). */
+static int reopen_dir(int fd) {
+    return openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
 static int empty_dir(int fd, int depth) {
-    int dfd = dup(fd);
+    int dfd = reopen_dir(fd);
     if (dfd < 0) return errno;
     DIR *d = fdopendir(dfd);
     if (!d) {
@@ -183,6 +190,26 @@ static int remove_tree(int dirfd, const char *name, int depth) {
 int yyc__fs_remove_tree_at(int dirfd, const char *name) { return remove_tree(dirfd, name, 0); }
 
 int yyc__fs_empty_dir(int dirfd) { return empty_dir(dirfd, 0); }
+
+void yyc__fs_remove_stale_temps(int dirfd, long max_age_seconds) {
+    int dfd = reopen_dir(dirfd);
+    if (dfd < 0) return;
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return;
+    }
+    time_t now = time(NULL);
+    size_t plen = strlen(YYC__FS_TEMP_PREFIX);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, YYC__FS_TEMP_PREFIX, plen) != 0) continue;
+        struct stat st;
+        if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (now - st.st_mtime > max_age_seconds) unlinkat(dirfd, e->d_name, 0);
+    }
+    closedir(d);
+}
 
 /* --- names --- */
 

@@ -44,6 +44,13 @@ int yyc__fs_remove_tree_at(int dirfd, const char *name);
  * the first error but keeps going. */
 int yyc__fs_empty_dir(int dirfd);
 
+/* Prefix of the temporary files yyc__fs_write_atomic creates (never a valid md5 name). */
+#define YYC__FS_TEMP_PREFIX ".yyc-tmp-"
+
+/* Removes the temporary files (YYC__FS_TEMP_PREFIX) in the folder dirfd that were last
+ * modified more than max_age_seconds ago. Best effort. */
+void yyc__fs_remove_stale_temps(int dirfd, long max_age_seconds);
+
 /* Writes a random (version 4) UUID in canonical uppercase 8-4-4-4-12 form plus NUL. */
 void yyc__fs_uuid(char out[37]);
 

@@ -123,7 +123,7 @@ static int db_check(yyc_kv *kv);
 static void db_close(yyc_kv *kv);
 static int db_open_or_rebuild(yyc_kv *kv);
 static void reset_files(yyc_kv *kv);
-static void schedule_trash_empty(yyc_kv *kv);
+static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 static int delete_row(yyc_kv *kv, const char *key);
 static void delete_file(yyc_kv *kv, const char *filename);
@@ -299,10 +299,15 @@ static int db_open_or_rebuild(yyc_kv *kv) {
  * at most max_open_retries times in a row, retry_interval seconds apart. */
 static int db_check(yyc_kv *kv) {
     if (kv->rebuild_pending) {
+        /* SQLite reported corruption on the open manifest: it cannot be trusted any more (its
+         * first page may still look fine, so probing it again would not tell). */
         db_close(kv);
         kv->rebuild_pending = false;
         kv->open_error_count = 0;
         kv->last_open_error_time = 0;
+        reset_files(kv);
+        report(kv, false, YYC_ECORRUPT, SQLITE_CORRUPT, 0,
+               "manifest was corrupt: deleted and rebuilt empty");
     }
     if (kv->data_fd < 0) {
         int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
@@ -351,26 +356,42 @@ static int step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what) {
 
 /* --- trash (spec 2.7) --- */
 
+/* Temporary value files older than this, left in data/ by a process that died mid-write, are
+ * removed in the background after an open. Younger ones may belong to a write in progress (in
+ * another process sharing the folder). */
+#define STALE_TEMP_SECONDS (15 * 60)
+
+typedef struct trash_job {
+    int trash_fd;
+    int data_fd; /* -1: no sweep of stale temporary files */
+} trash_job;
+
 static void empty_trash_job(void *arg) {
-    int *fd = arg;
-    yyc__fs_empty_dir(*fd);
-    close(*fd);
-    free(fd);
+    trash_job *job = arg;
+    yyc__fs_empty_dir(job->trash_fd);
+    close(job->trash_fd);
+    if (job->data_fd >= 0) {
+        yyc__fs_remove_stale_temps(job->data_fd, STALE_TEMP_SECONDS);
+        close(job->data_fd);
+    }
+    free(job);
 }
 
-/* Empties trash/ on the worker thread (inline if the job cannot be queued). The job holds its
- * own descriptor of trash/, so it never follows a link and outlives nothing it needs. */
-static void schedule_trash_empty(yyc_kv *kv) {
+/* Empties trash/ on the worker thread (inline if the job cannot be queued), and with
+ * sweep_temps also removes stale temporary files from data/. The job holds its own
+ * descriptors, so it never follows a link and needs nothing from kv. */
+static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps) {
     int tfd;
     if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) != 0) return;
-    int *arg = malloc(sizeof *arg);
-    if (!arg) {
+    trash_job *job = malloc(sizeof *job);
+    if (!job) {
         yyc__fs_empty_dir(tfd);
         close(tfd);
         return;
     }
-    *arg = tfd;
-    if (yyc__worker_async(kv, empty_trash_job, arg) != YYC_OK) empty_trash_job(arg);
+    job->trash_fd = tfd;
+    job->data_fd = sweep_temps && kv->data_fd >= 0 ? openat(kv->data_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (yyc__worker_async(kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);
 }
 
 /* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
@@ -393,7 +414,7 @@ static void reset_files(yyc_kv *kv) {
         kv->data_fd = -1;
     }
     yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
-    schedule_trash_empty(kv);
+    schedule_trash_empty(kv, false);
 }
 
 /* --- open / close / properties --- */
@@ -445,7 +466,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     }
     rc = db_open_or_rebuild(kv);
     if (rc != YYC_OK) goto fail;
-    schedule_trash_empty(kv); /* finish a deletion interrupted last time */
+    schedule_trash_empty(kv, true); /* finish a deletion interrupted last time */
     *out = kv;
     return YYC_OK;
 fail:

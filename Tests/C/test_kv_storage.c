@@ -7,7 +7,9 @@
 #include "kv_private.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 
 /* --- helpers --- */
 
@@ -839,6 +841,13 @@ static void kv_reads_a_manifest_written_by_yykvstorage(void **state) {
     assert_int_equal(size, 30005);
     /* The three FILE/SQLITE types read the same folder. */
     yyc_kv_close(kv);
+    kv = open_kv(dir, YYC_KV_SQLITE); /* deviation: file rows read in the SQLite type too */
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "file-key", &v, &len), YYC_OK);
+    assert_int_equal(len, sizeof big);
+    yyc_free(v);
+    yyc_kv_close(kv);
     kv = open_kv(dir, YYC_KV_FILE);
     check_value(kv, "inline-key", "hello");
     assert_int_equal(yyc_kv_remove(kv, "file-key"), YYC_OK);
@@ -1066,12 +1075,16 @@ static void kv_symlinks_in_the_folder_are_never_followed(void **state) {
     char *outside = test_temp_dir("kv-outside");
     char p[4096], q[4096];
     tk_write_file(tk_join(p, sizeof p, outside, "precious"), "keep", 4);
-    /* data/ is a link to the outside folder: it is replaced by a real folder. */
+    /* data/ and trash/ are links to the outside folder: they are replaced by real folders. */
     assert_int_equal(symlink(outside, tk_join(p, sizeof p, dir, "data")), 0);
+    assert_int_equal(symlink(outside, tk_join(p, sizeof p, dir, "trash")), 0);
     yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
     struct stat st;
     assert_int_equal(lstat(tk_join(p, sizeof p, dir, "data"), &st), 0);
     assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(lstat(tk_join(p, sizeof p, dir, "trash"), &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(tk_count_entries(outside, ""), 1);
     /* A link planted under a value's file name is replaced, never written through. */
     assert_int_equal(symlink(tk_join(q, sizeof q, outside, "precious"),
                              tk_join(p, sizeof p, dir, "data/victim")),
@@ -1157,6 +1170,104 @@ static void kv_errors_reach_the_hook_and_the_last_error_without_printing(void **
     free(dir);
 }
 
+
+static void kv_stale_temporary_files_are_swept_after_open(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-temps");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv_close(kv);
+    char p[4096];
+    /* A temporary file from a writer that died an hour ago, and one of a write in progress. */
+    tk_write_file(tk_join(p, sizeof p, dir, "data/.yyc-tmp-0000000000000001"), "torn", 4);
+    struct timespec old[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+    tk_write_file(tk_join(p, sizeof p, dir, "data/.yyc-tmp-0000000000000002"), "busy", 4);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    assert_true(WAIT_UNTIL(!tk_exists(dir, "data/.yyc-tmp-0000000000000001"), 10));
+    assert_true(tk_exists(dir, "data/.yyc-tmp-0000000000000002"));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_file_size_limit_gives_no_space_and_keeps_the_old_value(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-fsize");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "k", "old value", "fk");
+    /* A full disk, simulated for files: writes past RLIMIT_FSIZE fail with EFBIG. */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, prev;
+    sigaction(SIGXFSZ, &ign, &prev);
+    struct rlimit saved, small;
+    getrlimit(RLIMIT_FSIZE, &saved);
+    small = saved;
+    small.rlim_cur = 100000;
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    size_t len = 300000;
+    char *big = malloc(len);
+    tk_fill(big, len, 4);
+    int rc = yyc_kv_save(kv, "k", big, len, "fk", NULL, 0);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    sigaction(SIGXFSZ, &prev, NULL);
+    assert_int_equal(rc, YYC_ENOSPC);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ENOSPC);
+    assert_int_equal(e.sys_errno, EFBIG);
+    /* The old value is intact and no temporary file is left. */
+    check_value(kv, "k", "old value");
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    assert_int_equal(yyc_kv_save(kv, "k", big, len, "fk", NULL, 0), YYC_OK);
+    free(big);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_call(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-livecorrupt");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    char value[1000];
+    memset(value, 'v', sizeof value);
+    char key[32];
+    for (int i = 0; i < 3000; i++) {
+        snprintf(key, sizeof key, "key-%d", i);
+        assert_int_equal(yyc_kv_save(kv, key, value, sizeof value, NULL, NULL, 0), YYC_OK);
+    }
+    yyc_kv_close(kv); /* checkpoints everything into the main file */
+    kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    /* Overwrite every page but the first behind the open connection's back. */
+    char p[4096];
+    int fd = open(tk_join(p, sizeof p, dir, "manifest.sqlite"), O_WRONLY);
+    assert_true(fd >= 0);
+    struct stat st;
+    assert_int_equal(fstat(fd, &st), 0);
+    char junk[4096];
+    for (off_t off = 4096; off < st.st_size; off += (off_t)sizeof junk) {
+        tk_fill(junk, sizeof junk, (unsigned)off);
+        assert_int_equal(pwrite(fd, junk, sizeof junk, off), (ssize_t)sizeof junk);
+    }
+    close(fd);
+    int64_t n = 0;
+    assert_int_equal(yyc_kv_size(kv, &n), YYC_ECORRUPT);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ECORRUPT);
+    assert_true((e.sqlite_code & 0xff) == SQLITE_CORRUPT || (e.sqlite_code & 0xff) == SQLITE_NOTADB);
+    /* The next call finds a rebuilt, empty manifest, and it was reported. */
+    assert_int_equal(yyc_kv_count(kv, &n), YYC_OK);
+    assert_int_equal(n, 0);
+    assert_true(log.corrupt_events >= 2);
+    save_str(kv, "fresh", "works", "fresh-file");
+    check_value(kv, "fresh", "works");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1189,6 +1300,9 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_symlinks_in_the_folder_are_never_followed),
         cmocka_unit_test(kv_statements_are_reset_after_use_so_checkpoints_complete),
         cmocka_unit_test(kv_errors_reach_the_hook_and_the_last_error_without_printing),
+        cmocka_unit_test(kv_stale_temporary_files_are_swept_after_open),
+        cmocka_unit_test(kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_call),
+        cmocka_unit_test(kv_a_file_size_limit_gives_no_space_and_keeps_the_old_value),
 };
 
 YYC_TEST_MAIN(tests)
