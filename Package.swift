@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "YYCache", targets: ["YYCache"]),
         .library(name: "CYYCache", targets: ["CYYCache"]),
+        // The cache-folder inspector (`swift run yycache stats PATH`).
+        .executable(name: "yycache", targets: ["yycache-cli"]),
     ],
     targets: [
         // The C core. Its public headers are the top-level include/ (module map included);
@@ -42,6 +44,17 @@ let package = Package(
             name: "YYCacheTests",
             dependencies: ["YYCache", "CYYCache"],
             path: "Tests/YYCacheTests"
+        ),
+        // The `yycache` inspector, in C; CMake builds it too (Sources/yycache-cli/CMakeLists.txt).
+        .executableTarget(
+            name: "yycache-cli",
+            dependencies: ["CYYCache"],
+            path: "Sources/yycache-cli",
+            exclude: ["CMakeLists.txt"],
+            cSettings: [.define("_GNU_SOURCE")],
+            // sqlite3: read-only commands use SQLite directly. m: the core uses libm (floor) and
+            // declares no link to it; Swift targets get libm from the Swift driver, C ones do not.
+            linkerSettings: [.linkedLibrary("sqlite3"), .linkedLibrary("m")]
         ),
     ],
     cLanguageStandard: .c11
