@@ -129,7 +129,7 @@ typedef struct cli_verify {
     cli_problem *problems;
     size_t problem_count;
     size_t files_checked;     /* entries of data/ looked at */
-    size_t recent_temp_files; /* .yyc-tmp-* files younger than a minute: writes in progress */
+    size_t recent_temp_files; /* .yyc-tmp-* files younger than the grace: writes in progress */
 } cli_verify;
 
 /* Compares the manifest (read-only) with data/. Prints its own error and returns false on
@@ -139,6 +139,7 @@ void verify_free(cli_verify *v);
 
 /* Name prefix and minimum age of the library's temporary files that verify reports as stray. */
 #define CLI_TEMP_PREFIX ".yyc-tmp-"
-#define CLI_TEMP_GRACE_SECONDS 60
+/* The library sweeps temporary files older than 15 minutes when it opens a folder. */
+#define CLI_TEMP_GRACE_SECONDS (15 * 60)
 
 #endif /* YYCACHE_CLI_H */

@@ -825,7 +825,7 @@ static const command commands[] = {
      "  size_mismatch     the file's length, or the inline data's length, differs from the\n"
      "                    row's size\n"
      "  stray_file        an entry of data/ that no row names (library temporary files\n"
-     "                    younger than a minute are skipped: writes in progress)\n"
+     "                    younger than 15 minutes are skipped: writes in progress)\n"
      "  invalid_filename  a row whose file name is not a single path component\n"
      "\n"
      "Without --repair it is read-only (manifest.sqlite opened with SQLITE_OPEN_READONLY;\n"
