@@ -5,7 +5,8 @@
 #                ctest plain, under ASan+UBSan and under TSan; header hygiene; exported symbols;
 #                version; the installed package used by a CMake and a pkg-config consumer; the
 #                benchmark smoke run. Runs every step, prints a summary, fails if any step failed.
-#   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report.
+#   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
+#                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #
 # Steps can be run alone: make deps | swift-build | swift-test | c-test | asan | tsan | headers |
 # symbols | version-check | consumer | bench-smoke. Other targets: format, clean, help.
@@ -48,16 +49,20 @@ SWIFT_DEBUG_FLAGS ?= $(SWIFT_COMMON) -Xswiftc -warnings-as-errors -Xcc -Werror
 SWIFT_RELEASE_FLAGS ?= $(SWIFT_COMMON) -c release
 
 # --- benchmarks (extend here) ---------------------------------------------------------------------
-# A runner script, if present, owns the whole report; otherwise the C program and the Swift
-# executable below are run one after the other. Each is skipped with a message while missing.
+# The runner, when present, owns the benchmark: it builds the C program (CMake Release, static
+# library, in BENCH_C_BUILD_DIR) and the Swift executable (swift build -c release in
+# SWIFT_SCRATCH), runs both and prints the report. Without it, `make bench` builds the release
+# preset and SwiftPM -c release itself and runs the programs below, each skipped while missing.
 BENCH_RUNNER ?= Benchmarks/run
+BENCH_C_BUILD_DIR ?= $(BUILD_DIR)/bench-c
+# (Not CC: SwiftPM would take it as its C compiler.)
+BENCH_ENV = SWIFT=$(SWIFT) SWIFT_SCRATCH=$(SWIFT_SCRATCH) YYCB_BUILD_DIR=$(BENCH_C_BUILD_DIR)
 C_BENCH_TARGET ?= yycache-bench-c
 C_BENCH ?= $(RELEASE_DIR)/Benchmarks/$(C_BENCH_TARGET)
-C_BENCH_SMOKE ?= $(DEV_DIR)/Benchmarks/$(C_BENCH_TARGET)
 SWIFT_BENCH_PRODUCT ?= yycache-bench
 BENCH_ARGS ?=
 BENCH_SMOKE_ARGS ?= --quick
-have_swift_bench = $(shell test -d Sources/$(SWIFT_BENCH_PRODUCT) && grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift && echo yes)
+have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/dev/null && echo yes)
 
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++
@@ -67,7 +72,7 @@ TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan swift-buil
               bench-smoke
 
 .PHONY: help test bench deps swift-build swift-test c-build c-test asan tsan static \
-        headers symbols version-check consumer bench-smoke release bench-run format clean \
+        headers symbols version-check consumer bench-smoke release format clean \
         need-swift
 
 help:
@@ -140,12 +145,16 @@ swift-build: deps need-swift
 	    $(BUILD_DIR)/swift-build.log; then \
 	  echo "swift-build: warnings in our sources (above) are errors" >&2; exit 1; fi
 
-# Runs Swift Testing and XCTest (each prints its own summary).
+# Runs Swift Testing, and XCTest only when a test imports it (otherwise it just reports 0 tests).
+# The "started" lines of Swift Testing are left out of the terminal (results, failures and the
+# summary stay); the full output is in build/swift-test.log.
+SWIFT_TEST_FLAGS ?= $(if $(shell grep -rls '^import XCTest' Tests 2>/dev/null),,--disable-xctest)
 swift-test: swift-build
 	@if ! ls Sources/YYCache/*.swift >/dev/null 2>&1; then \
 	  echo "SKIPPED: no Swift sources yet (Sources/YYCache/*.swift)"; exit 0; fi; \
-	echo "$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build"; \
-	$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build
+	echo "$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS)"; \
+	$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
+	  | tee $(BUILD_DIR)/swift-test.log | { grep -v '^◇ .* started\.$$' || true; }
 
 # --- C (CMake presets) --------------------------------------------------------------------------
 
@@ -155,6 +164,10 @@ configure-%: deps
 
 build-%: configure-%
 	@$(CMAKE) --build --preset $* -j $(JOBS)
+
+# lib-<preset>: the library alone, so the packaging checks do not depend on every test compiling.
+lib-%: configure-%
+	@$(CMAKE) --build --preset $* -j $(JOBS) --target yycache
 
 c-build: build-dev
 static: build-static
@@ -171,10 +184,10 @@ tsan: build-tsan
 
 # --- checks on the built library ----------------------------------------------------------------
 
-headers: build-dev
+headers: lib-dev
 	$(TOOLS_ENV) scripts/check-headers.sh $(DEV_DIR)
 
-symbols: build-dev build-static
+symbols: lib-dev lib-static
 	scripts/check-symbols.sh $(DEV_DIR)/libyycache.so $(STATIC_DIR)/libyycache.a
 
 # The version lives in CMakeLists.txt's project(VERSION); SwiftPM builds status.c without
@@ -188,28 +201,27 @@ version-check:
 
 # Installs the shared and the static library to temporary prefixes and builds Tests/CMakeConsumer
 # with find_package(YYCache) and with pkg-config against each.
-consumer: build-dev build-static
+consumer: lib-dev lib-static
 	$(TOOLS_ENV) CMAKE=$(CMAKE) scripts/consumer-test.sh $(DEV_DIR) $(STATIC_DIR)
 
 # --- benchmarks ---------------------------------------------------------------------------------
 
-# Smoke run of whatever benchmark exists (debug builds, --quick): it must start and finish.
-bench-smoke: build-dev
-	@ran=0; \
-	if [ -x $(C_BENCH_SMOKE) ]; then ran=1; echo "bench-smoke: $(C_BENCH_SMOKE) $(BENCH_SMOKE_ARGS)"; \
-	  $(C_BENCH_SMOKE) $(BENCH_SMOKE_ARGS); fi; \
-	if [ -n "$(have_swift_bench)" ]; then ran=1; \
-	  echo "bench-smoke: swift run $(SWIFT_BENCH_PRODUCT) $(BENCH_SMOKE_ARGS)"; \
-	  $(SWIFT) run $(SWIFT_DEBUG_FLAGS) $(SWIFT_BENCH_PRODUCT) $(BENCH_SMOKE_ARGS); fi; \
-	[ $$ran -eq 1 ] || echo "SKIPPED: no benchmark yet ($(C_BENCH_TARGET) in Benchmarks/, $(SWIFT_BENCH_PRODUCT) in Package.swift)"
+# Smoke run of the benchmark (--quick: tiny sizes, a few seconds, no timing claims): it must
+# build, start and finish. The report goes to build/steps/bench-smoke-report.md.
+bench-smoke: deps
+	@mkdir -p $(BUILD_DIR)/steps; \
+	if [ -x $(BENCH_RUNNER) ]; then \
+	  echo "$(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_SMOKE_ARGS)"; \
+	  $(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_SMOKE_ARGS) > $(BUILD_DIR)/steps/bench-smoke-report.md; \
+	  echo "bench-smoke: report in $(BUILD_DIR)/steps/bench-smoke-report.md"; \
+	else echo "SKIPPED: no benchmark runner yet ($(BENCH_RUNNER))"; fi
 
-bench: deps need-swift build-release
-	$(SWIFT) build $(SWIFT_RELEASE_FLAGS)
-	@$(MAKE) bench-run
-
-bench-run:
+bench: deps
 	@if [ -x $(BENCH_RUNNER) ]; then \
-	  echo "bench: $(BENCH_RUNNER) $(BENCH_ARGS)"; exec $(BENCH_RUNNER) $(BENCH_ARGS); fi; \
+	  echo "$(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS)"; \
+	  exec $(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS); fi; \
+	$(MAKE) build-release; \
+	if command -v $(SWIFT) >/dev/null; then $(SWIFT) build $(SWIFT_RELEASE_FLAGS); fi; \
 	ran=0; \
 	if [ -x $(C_BENCH) ]; then ran=1; echo "bench: $(C_BENCH) $(BENCH_ARGS)"; $(C_BENCH) $(BENCH_ARGS); fi; \
 	if [ -n "$(have_swift_bench)" ]; then ran=1; \

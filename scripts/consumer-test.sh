@@ -75,7 +75,12 @@ consume() {
     local stage="$work/stage-$kind" prefix="$work/moved-$kind" lib defines
     [ -f "$build/CMakeCache.txt" ] || fail "$build is not a configured CMake build directory"
 
-    run "$work/install-$kind.log" "$CMAKE" --install "$build" --prefix "$stage"
+    # The library's own components (a tool in the same build has its own install rules and need
+    # not be built for this).
+    run "$work/install-$kind.log" "$CMAKE" --install "$build" --prefix "$stage" \
+        --component YYCache_Runtime
+    run "$work/install-dev-$kind.log" "$CMAKE" --install "$build" --prefix "$stage" \
+        --component YYCache_Development
     mv "$stage" "$prefix" # relocated: nothing may depend on the path it was installed to
     check_tree "$prefix" "$kind"
 
