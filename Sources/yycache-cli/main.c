@@ -111,9 +111,8 @@ static void warn_if_rebuilt(const char *path) {
     yyc_error e;
     yyc_last_error(&e);
     if (e.code == YYC_ECORRUPT)
-        cli_error(path,
-                  "warning: the manifest was corrupt; the library deleted and rebuilt it (%s)",
-                  e.message);
+        cli_error(path, "warning: manifest.sqlite was corrupt: the library replaced it with an "
+                        "empty one");
 }
 
 static bool open_kv(const char *path, yyc_kv **out) {

@@ -151,38 +151,50 @@ static bool ro_snapshot_valid(const ro_conn *c) {
            db.st_mtim.tv_nsec == c->db_stat.st_mtim.tv_nsec;
 }
 
-/* Runs read(db) on a consistent snapshot of the manifest; reset(ctx) discards a partial result
- * before a second attempt. Returns false (error printed) on failure. */
-typedef bool (*read_fn)(sqlite3 *db, const char *path, void *ctx);
+/* The failure of a read function, printed by with_manifest only if no retry follows. */
+static char read_error[512];
+
+static bool read_failed(const char *reason) {
+    snprintf(read_error, sizeof read_error, "%s", reason);
+    return false;
+}
+
+static bool sql_failed(sqlite3 *db) {
+    snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
+    return false;
+}
+
+/* Runs read(db, ctx) on a consistent snapshot of the manifest; reset(ctx) discards a partial
+ * result before a second attempt. Returns false (error printed) on failure. */
+typedef bool (*read_fn)(sqlite3 *db, void *ctx);
 
 static bool with_manifest(const char *path, read_fn read, void (*reset)(void *), void *ctx) {
     for (int attempt = 0; attempt < 2; attempt++) {
         ro_conn c;
         if (!ro_open(path, attempt == 0, &c)) return false;
-        bool ok = read(c.db, path, ctx);
+        read_error[0] = '\0';
+        bool ok = read(c.db, ctx);
         bool valid = ro_snapshot_valid(&c);
         ro_close(&c);
-        if (valid) return ok;
+        if (valid) {
+            if (!ok) cli_error(path, "%s", read_error);
+            return ok;
+        }
         reset(ctx); /* a writer appeared while reading without locks: read again properly */
     }
     return false; /* not reached: the second attempt is never immutable */
 }
 
-static bool sql_failed(sqlite3 *db, const char *path) {
-    cli_error(path, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
-    return false;
-}
-
 /* ---- stats ---- */
 
-static bool read_stats(sqlite3 *db, const char *path, void *ctx) {
+static bool read_stats(sqlite3 *db, void *ctx) {
     cli_stats *s = ctx;
     /* filename NULL or empty means inline, as YYKVStorage reads a row. */
     static const char sql[] =
         "SELECT (filename IS NULL OR filename = '') AS inl, count(*), coalesce(sum(size), 0),"
         " min(last_access_time), max(last_access_time) FROM manifest GROUP BY inl";
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db, path);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         bool inl = sqlite3_column_int(st, 0) != 0;
@@ -202,7 +214,7 @@ static bool read_stats(sqlite3 *db, const char *path, void *ctx) {
         s->has_access = true;
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return sql_failed(db, path);
+    if (rc != SQLITE_DONE) return sql_failed(db);
     return true;
 }
 
@@ -246,7 +258,7 @@ typedef struct rows_query {
     cli_rows *rows;
 } rows_query;
 
-static bool read_rows(sqlite3 *db, const char *path, void *ctx) {
+static bool read_rows(sqlite3 *db, void *ctx) {
     rows_query *q = ctx;
     static const char *const order[] = {
         [SORT_KEY] = "key ASC",
@@ -260,7 +272,7 @@ static bool read_rows(sqlite3 *db, const char *path, void *ctx) {
              " ORDER BY %s LIMIT ?1",
              order[q->sort]);
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db, path);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db);
     sqlite3_bind_int64(st, 1, q->limit < 0 ? -1 : q->limit);
     size_t cap = 0;
     bool oom = false;
@@ -291,11 +303,8 @@ static bool read_rows(sqlite3 *db, const char *path, void *ctx) {
         r->extended_len = sqlite3_column_int64(st, 6);
     }
     sqlite3_finalize(st);
-    if (oom) {
-        cli_error(path, "out of memory");
-        return false;
-    }
-    if (rc != SQLITE_DONE) return sql_failed(db, path);
+    if (oom) return read_failed("out of memory");
+    if (rc != SQLITE_DONE) return sql_failed(db);
     return true;
 }
 

@@ -212,6 +212,14 @@ class FolderErrors(InspectorTestCase):
             self.assertTrue(proc.stderr.startswith(f"yycache: {self.cache}: ".encode()), proc.stderr)
         self.assertEqual(self.snapshot(self.cache), before)
 
+    def test_a_writing_command_on_a_corrupt_manifest_warns_that_the_library_replaced_it(self):
+        os.makedirs(self.cache)
+        with open(os.path.join(self.cache, "manifest.sqlite"), "wb") as f:
+            f.write(b"this is not a database" * 100)
+        proc = self.run_cli("get", self.cache, "k", expect=1)
+        self.assertIn(b"warning: manifest.sqlite was corrupt", proc.stderr)
+        self.assertEqual(self.stats_json()["count"], 0)
+
 
 class SetAndGet(InspectorTestCase):
     def test_set_creates_a_cache_and_get_returns_the_bytes(self):
