@@ -1,0 +1,169 @@
+import CYYCache
+import Foundation
+import Synchronization
+
+/// A thread-safe disk cache (YYDiskCache): small values inline in SQLite, large ones in files,
+/// `Codable` archiving, count/cost/age/free-space limits and `async` twins.
+///
+/// Values up to ``inlineThreshold`` bytes are stored in the SQLite manifest; larger ones go to
+/// `data/<md5(key)>` (or the name ``fileName`` returns). `Data` values are stored as they are;
+/// other values go through ``coder`` (``JSONCacheCoder`` by default).
+///
+/// All `DiskCache` objects on one path in a process share one C core (one SQLite connection,
+/// one lock): its limits, ``name``, ``errorLogsEnabled`` and auto-trim belong to the core;
+/// ``coder`` and ``fileName`` belong to each object. ``close()`` closes this object only.
+///
+/// Keys are non-empty strings without NUL bytes: a write with another key throws
+/// ``CacheError/Code/invalidArgument``, a read returns `nil`, a removal does nothing. Misses
+/// return `nil`; failures throw ``CacheError``.
+///
+/// ```swift
+/// let disk = try DiskCache(path: folder)
+/// try disk.setValue(Profile(name: "Ada"), forKey: "profile")
+/// let profile = try disk.value(Profile.self, forKey: "profile")
+/// let avatar = try await disk.data(forKey: "avatar")   // off the cooperative pool
+/// ```
+///
+/// The corresponding C type is `yyc_diskcache`.
+public final class DiskCache: Sendable {
+    // Sendable: the core's state is guarded by the C core's pthread mutex (`yyc_diskcache.lock`,
+    // taken by every yyc_diskcache_* call); this object's own state (the handle while it is
+    // open, the in-flight count, coder and fileName) is in `state`, a Mutex.
+
+    struct State {
+        /// The C core (`yyc_diskcache *`): one reference, dropped by the last of `close()`,
+        /// the end of the last call in flight after it, or `deinit`.
+        var handle: OpaquePointer?
+        var closed = false
+        var callsInFlight = 0
+        var coder: any CacheCoder = defaultCacheCoder
+        var fileName: (@Sendable (String) -> String?)?
+    }
+
+    let state: Mutex<State>
+
+    /// The path, exactly as given to the initializer. (The shared core is found through the
+    /// canonical path.)
+    public let path: String
+
+    /// The core's inline threshold in bytes: larger values go to files. 0 means every value in
+    /// a file, `Int.max` every value in SQLite. When this object joined a core that was already
+    /// open, it is that core's threshold.
+    public let inlineThreshold: Int
+
+    /// Opens the disk cache at `path` with an inline threshold of 20480 bytes (YYDiskCache's
+    /// default), or joins the core already open for that path in this process.
+    ///
+    /// - Parameters:
+    ///   - path: The cache folder; created if needed.
+    /// - Throws: ``CacheError`` (``CacheError/Code/invalidArgument`` for an empty path, the
+    ///   storage's open errors).
+    ///
+    /// The corresponding C function is `yyc_diskcache_open`.
+    public convenience init(path: String) throws {
+        try self.init(path: path, inlineThreshold: 20480)
+    }
+
+    /// Opens the disk cache at `path`, or joins the core already open for that path in this
+    /// process (whose threshold then wins over `inlineThreshold`).
+    ///
+    /// - Parameters:
+    ///   - path: The cache folder; created if needed.
+    ///   - inlineThreshold: Values larger than this many bytes go to files: 0 stores every
+    ///     value in a file, `Int.max` every value in SQLite. A negative threshold counts as 0.
+    /// - Throws: ``CacheError`` (``CacheError/Code/invalidArgument`` for an empty path,
+    ///   ``CacheError/Code/busy``, ``CacheError/Code/permissionDenied``,
+    ///   ``CacheError/Code/io``...).
+    ///
+    /// The corresponding C function is `yyc_diskcache_open`.
+    public init(path: String, inlineThreshold: Int) throws {
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw CacheError.invalidArgument("the path is empty or contains NUL")
+        }
+        var handle: OpaquePointer?
+        let threshold = MemoryCacheLimit.toC(inlineThreshold)
+        let status = path.withCString { yyc_diskcache_open($0, threshold, &handle) }
+        guard status == 0, let handle else { throw CacheError.lastError(status: status) }
+        self.path = path
+        self.inlineThreshold = MemoryCacheLimit.fromC(yyc_diskcache_inline_threshold(handle))
+        self.state = Mutex(State(handle: handle))
+    }
+
+    deinit {
+        // No call can be in flight: each one holds a strong reference to self.
+        if let handle = state.withLock({ $0.handle }) {
+            yyc_diskcache_release(handle)
+        }
+    }
+
+    /// Closes this object: its later calls throw ``CacheError/Code/closed`` (and
+    /// ``containsValue(forKey:)`` answers `false`). Calls already running finish normally. The
+    /// shared core stays open for other objects on the path; when this was the last one, the
+    /// core is closed and a new `DiskCache(path:)` opens a fresh one. Idempotent.
+    ///
+    /// The corresponding C function is `yyc_diskcache_release`.
+    public func close() {
+        let handle: OpaquePointer? = state.withLock { state in
+            guard !state.closed else { return nil }
+            state.closed = true
+            guard state.callsInFlight == 0 else { return nil }  // the last call releases it
+            defer { state.handle = nil }
+            return state.handle
+        }
+        if let handle { yyc_diskcache_release(handle) }
+    }
+
+    /// The coder for non-`Data` values. Default ``JSONCacheCoder``. Per object.
+    public var coder: any CacheCoder {
+        get { state.withLock { $0.coder } }
+        set { state.withLock { $0.coder = newValue } }
+    }
+
+    /// Names the data file of a value stored outside SQLite (larger than
+    /// ``inlineThreshold``). It receives the key; `nil` or `""` means md5(key). A result with
+    /// `/` or NUL, `.` or `..`, or more than 255 bytes makes the write throw
+    /// ``CacheError/Code/invalidArgument`` and write nothing. Default `nil`. Per object; it is
+    /// called without any lock held.
+    public var fileName: (@Sendable (String) -> String?)? {
+        get { state.withLock { $0.fileName } }
+        set { state.withLock { $0.fileName = newValue } }
+    }
+
+    /// Runs `body` with the C core, keeping it alive even if ``close()`` runs meanwhile.
+    ///
+    /// - Throws: ``CacheError/Code/closed`` after ``close()``; whatever `body` throws.
+    func withCore<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
+        let handle: OpaquePointer? = state.withLock { state in
+            guard !state.closed, let handle = state.handle else { return nil }
+            state.callsInFlight += 1
+            return handle
+        }
+        guard let handle else { throw CacheError.closedError }
+        defer { endCall() }
+        return try body(handle)
+    }
+
+    /// Like ``withCore(_:)``, but gives `nil` instead of throwing after ``close()``.
+    func withOpenCore<R>(_ body: (OpaquePointer) -> R) -> R? {
+        try? withCore(body)
+    }
+
+    private func endCall() {
+        let release: OpaquePointer? = state.withLock { state in
+            state.callsInFlight -= 1
+            guard state.closed, state.callsInFlight == 0, let handle = state.handle else { return nil }
+            state.handle = nil
+            return handle
+        }
+        if let release { yyc_diskcache_release(release) }
+    }
+}
+
+extension DiskCache: CustomStringConvertible {
+    /// `<DiskCache: 0x...> (name:path)` or `(path)`.
+    public var description: String {
+        let address = "0x" + String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 16)
+        if let name { return "<DiskCache: \(address)> (\(name):\(path))" }
+        return "<DiskCache: \(address)> (\(path))"
+    }
+}
