@@ -1035,6 +1035,13 @@ static void kv_a_read_only_folder_gives_a_permission_error(void **state) {
     free(base);
 }
 
+/* Gives root back its effective uid even when the read-only test failed half-way. */
+static int restore_euid(void **state) {
+    (void)state;
+    if (getuid() == 0 && geteuid() != 0) return seteuid(0);
+    return 0;
+}
+
 static void kv_lazy_reopen_follows_yykvstorage_retry_limits(void **state) {
     (void)state;
     char *dir = test_temp_dir("kv-reopen");
@@ -1295,7 +1302,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
         cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
         cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),
-        cmocka_unit_test(kv_a_read_only_folder_gives_a_permission_error),
+        cmocka_unit_test_teardown(kv_a_read_only_folder_gives_a_permission_error, restore_euid),
         cmocka_unit_test(kv_lazy_reopen_follows_yykvstorage_retry_limits),
         cmocka_unit_test(kv_symlinks_in_the_folder_are_never_followed),
         cmocka_unit_test(kv_statements_are_reset_after_use_so_checkpoints_complete),

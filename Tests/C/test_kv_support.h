@@ -15,7 +15,8 @@
 
 /* "<dir>/<name>" in a static buffer (one at a time per call site: copy if you need two). */
 static inline const char *tk_join(char *buf, size_t size, const char *dir, const char *name) {
-    snprintf(buf, size, "%s/%s", dir, name);
+    int n = snprintf(buf, size, "%s/%s", dir, name);
+    assert_true(n > 0 && (size_t)n < size);
     return buf;
 }
 
