@@ -16,7 +16,7 @@ protocol DiskSystem: AnyObject {
     func close()
 }
 
-#if YYCB_DISKCACHE
+#if !YYCB_NO_DISKCACHE
 final class DiskCacheSystem: DiskSystem {
     static var id: String { "swift-diskcache" }
     static var name: String { "Swift DiskCache" }
@@ -112,7 +112,7 @@ func runDisk<S: DiskSystem>(_: S.Type, group: String, large: Bool) {
 }
 
 func benchDisk(group: String, large: Bool) {
-    #if YYCB_DISKCACHE
+    #if !YYCB_NO_DISKCACHE
     runDisk(DiskCacheSystem.self, group: group, large: large)
     #else
     if opt.wanted("swift-diskcache") {

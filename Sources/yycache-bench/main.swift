@@ -2,9 +2,9 @@
 // mode, runs it next to the C program Benchmarks/c/bench.c and prints the merged report).
 //
 // Prints one JSON object per line; see Support.swift for the format. Without --group it runs
-// every group but footprint (`yycache-bench --quick` is a smoke run of a few seconds). The YYCache types are
-// compiled in when Benchmarks/run finds them (-D YYCB_MEMORYCACHE, YYCB_DISKCACHE, YYCB_CACHE),
-// so that this target builds while the overlay is still being written.
+// every group but footprint (`yycache-bench --quick` is a smoke run of a few seconds).
+// Cache rows are compiled in when Benchmarks/run finds the type (-D YYCB_CACHE) so that this
+// target builds while the overlay is still being written; -D YYCB_NO_DISKCACHE drops DiskCache.
 
 import Foundation
 
