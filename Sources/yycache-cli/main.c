@@ -399,7 +399,7 @@ static int cmd_get(int argc, char **argv) {
         cli_error(output, "%s", strerror(errno));
         status = EXIT_ERROR;
     } else {
-        bool ok = fwrite(value, 1, len, out) == len;
+        bool ok = len == 0 || fwrite(value, 1, len, out) == len; /* value is NULL when empty */
         ok = (output ? fclose(out) == 0 : fflush(out) == 0) && ok;
         if (!ok) {
             cli_error(output ? output : "standard output", "%s", strerror(errno));

@@ -439,8 +439,9 @@ bool verify_scan(const char *path, cli_verify *out) {
         while (first_stray < out->problem_count &&
                out->problems[first_stray].kind != PROBLEM_STRAY_FILE)
             first_stray++;
-        qsort(out->problems + first_stray, out->problem_count - first_stray, sizeof *out->problems,
-              compare_strays);
+        if (out->problem_count > first_stray)
+            qsort(out->problems + first_stray, out->problem_count - first_stray,
+                  sizeof *out->problems, compare_strays);
     }
     if (data_fd >= 0) close(data_fd);
     free(names);
