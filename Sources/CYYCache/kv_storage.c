@@ -64,7 +64,8 @@
 #define SQL_DELETE_EARLIER "delete from manifest where last_access_time < ?1;"
 #define SQL_GET_ITEM "select " COLS_FULL " from manifest where key = ?1;"
 #define SQL_GET_INFO "select " COLS_INFO " from manifest where key = ?1;"
-#define SQL_GET_VALUE "select filename, size, inline_data from manifest where key = ?1;"
+#define SQL_GET_VALUE                                                                         \
+    "select filename, size, inline_data, last_access_time from manifest where key = ?1;"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_FILES_LARGER "select filename from manifest where size > ?1 and filename is not null;"
 #define SQL_FILES_EARLIER                                                                     \
@@ -1112,7 +1113,8 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
             delete_file(kv, drop_name);
             int drc = delete_row(kv, key);
             if (drc != YYC_OK) rc = drc;
-        } else if (rc == YYC_OK) {
+        } else if (rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
+            /* (Already touched this second: writing the same time again is skipped.) */
             int trc = touch(kv, key);
             if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
         }
@@ -1144,7 +1146,9 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
     char *drop_name = NULL;
     void *buf = NULL;
     size_t len = 0;
+    int64_t atime = 0;
     if (src == SQLITE_ROW) {
+        atime = sqlite3_column_int64(s, 3);
         const char *raw_name = (const char *)sqlite3_column_text(s, 0);
         if (raw_name && *raw_name) {
             int fd;
@@ -1184,8 +1188,10 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
         free(buf);
         return rc;
     }
-    int trc = touch(kv, key);
-    if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
+    if (atime != now_seconds()) {
+        int trc = touch(kv, key);
+        if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
+    }
     if (len == 0) {
         free(buf);
         buf = NULL;
