@@ -1,0 +1,79 @@
+import Foundation
+
+// Async twins: the memory part runs synchronously in the calling task (it never blocks for
+// long), the disk part through DiskCache's async twins (off the cooperative pool).
+extension Cache {
+    /// Whether either tier has a value for `key`; the async twin of ``containsValue(forKey:)``.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Returns: `true` if memory or disk has the value (`false` when the task was cancelled
+    ///   before the disk check).
+    public func containsValue(forKey key: String) async -> Bool {
+        guard CStrings.isStorableKey(key) else { return false }
+        if memoryCache.containsValue(forKey: key) { return true }
+        return await diskCache.containsValue(forKey: key)
+    }
+
+    /// The value for `key`, from memory or disk (with back-fill); the async twin of
+    /// ``value(forKey:)``.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Returns: The value, or `nil`.
+    /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
+    public func value(forKey key: String) async throws -> Value? {
+        try Task.checkCancellation()
+        guard CStrings.isStorableKey(key) else { return nil }
+        if let value = memoryCache.value(forKey: key) { return value }
+        guard let value = try await diskCache.value(Value.self, forKey: key) else { return nil }
+        memoryCache.setValue(value, forKey: key)
+        return value
+    }
+
+    /// Stores `value` in memory, then on disk; the async twin of ``setValue(_:forKey:)``.
+    ///
+    /// - Parameters:
+    ///   - value: The value, or `nil` to remove it.
+    ///   - key: A non-empty key without NUL bytes.
+    /// - Throws: `CancellationError` if cancelled before it starts (nothing is written);
+    ///   ``CacheError``.
+    public func setValue(_ value: Value?, forKey key: String) async throws {
+        try Task.checkCancellation()
+        guard let value else {
+            try await removeValue(forKey: key)
+            return
+        }
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        memoryCache.setValue(value, forKey: key)
+        do {
+            try await diskCache.setValue(value, forKey: key)
+        } catch {
+            memoryCache.removeValue(forKey: key)
+            throw error
+        }
+    }
+
+    /// Removes `key`'s value from both tiers; the async twin of ``removeValue(forKey:)``.
+    ///
+    /// - Parameters:
+    ///   - key: The key.
+    /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
+    public func removeValue(forKey key: String) async throws {
+        try Task.checkCancellation()
+        guard CStrings.isStorableKey(key) else { return }
+        memoryCache.removeValue(forKey: key)
+        try await diskCache.removeValue(forKey: key)
+    }
+
+    /// Removes every value from both tiers; the async twin of ``removeAllValues()``.
+    ///
+    /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
+    public func removeAllValues() async throws {
+        try Task.checkCancellation()
+        memoryCache.removeAllValues()
+        try await diskCache.removeAllValues()
+    }
+}

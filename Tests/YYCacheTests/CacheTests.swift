@@ -1,0 +1,252 @@
+import Foundation
+import Testing
+
+@testable import YYCache
+
+@Suite struct CacheTests {
+    @Test func setThenGetReturnsTheValueFromMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Profile>(path: folder.path)
+        let ada = Profile(name: "Ada", age: 36, scores: [1], flags: ["x": true])
+        try cache.setValue(ada, forKey: "ada")
+        #expect(cache.memoryCache.containsValue(forKey: "ada"))
+        #expect(cache.diskCache.containsValue(forKey: "ada"))
+        #expect(try cache.value(forKey: "ada") == ada)
+        #expect(cache.containsValue(forKey: "ada"))
+        #expect(try cache.value(forKey: "missing") == nil)
+        #expect(!cache.containsValue(forKey: "missing"))
+    }
+
+    @Test func aDiskHitIsBackFilledIntoMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        try cache.diskCache.setValue("from disk", forKey: "k")
+        #expect(!cache.memoryCache.containsValue(forKey: "k"))
+        #expect(try cache.value(forKey: "k") == "from disk")
+        #expect(cache.memoryCache.value(forKey: "k") == "from disk")
+        #expect(cache.memoryCache.totalCost == 0)  // back-filled with cost 0
+    }
+
+    @Test func readsPreferMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        try cache.setValue("both", forKey: "k")
+        cache.memoryCache.setValue("memory only", forKey: "k")
+        #expect(try cache.value(forKey: "k") == "memory only")
+    }
+
+    @Test func containsChecksEitherTierWithoutTouchingLRU() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        cache.memoryCache.setValue(1, forKey: "memory")
+        try cache.diskCache.setValue(2, forKey: "disk")
+        #expect(cache.containsValue(forKey: "memory"))
+        #expect(cache.containsValue(forKey: "disk"))
+        #expect(!cache.memoryCache.containsValue(forKey: "disk"))  // contains does not back-fill
+    }
+
+    @Test func aNewCacheOnTheSamePathReadsWhatWasWritten() throws {
+        let folder = TemporaryFolder()
+        do {
+            let writer = try Cache<[String: Int]>(path: folder.path)
+            try writer.setValue(["a": 1], forKey: "dict")
+        }
+        let reader = try Cache<[String: Int]>(path: folder.path)
+        #expect(!reader.memoryCache.containsValue(forKey: "dict"))
+        #expect(try reader.value(forKey: "dict") == ["a": 1])
+    }
+
+    @Test func removalsReachBothTiers() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        try cache.setValue(1, forKey: "a")
+        try cache.setValue(2, forKey: "b")
+        try cache.setValue(3, forKey: "c")
+        try cache.removeValue(forKey: "a")
+        #expect(!cache.memoryCache.containsValue(forKey: "a"))
+        #expect(!cache.diskCache.containsValue(forKey: "a"))
+        try cache.setValue(nil, forKey: "b")
+        #expect(!cache.containsValue(forKey: "b"))
+        try cache.removeAllValues()
+        #expect(cache.memoryCache.totalCount == 0)
+        #expect(try cache.diskCache.totalCount() == 0)
+        #expect(try cache.value(forKey: "c") == nil)
+    }
+
+    @Test func emptyKeyWritesThrowReadsMissRemovalsDoNothing() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        let error = #expect(throws: CacheError.self) { try cache.setValue(1, forKey: "") }
+        #expect(error?.code == .invalidArgument)
+        #expect(cache.memoryCache.totalCount == 0)  // nothing half-written
+        #expect(try cache.value(forKey: "") == nil)
+        #expect(!cache.containsValue(forKey: ""))
+        try cache.removeValue(forKey: "")
+    }
+
+    @Test func aFailedDiskWriteLeavesNoValueInMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Double>(path: folder.path)
+        try cache.setValue(1, forKey: "k")
+        cache.diskCache.close()
+        let error = #expect(throws: CacheError.self) { try cache.setValue(2, forKey: "k") }
+        #expect(error?.code == .closed)
+        #expect(cache.memoryCache.value(forKey: "k") == nil)
+    }
+
+    @Test func decodingFailuresThrowDecoding() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Profile>(path: folder.path)
+        try cache.diskCache.setData(Data("[]".utf8), forKey: "k")
+        let error = #expect(throws: CacheError.self) { try cache.value(forKey: "k") }
+        #expect(error?.code == .decoding)
+    }
+
+    @Test func dataValuesAreStoredAsTheyAre() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        try cache.setValue(Data([1, 2, 3]), forKey: "raw")
+        #expect(try cache.diskCache.data(forKey: "raw") == Data([1, 2, 3]))
+        let reader = try Cache<Data>(path: folder.path + "/")
+        #expect(try reader.value(forKey: "raw") == Data([1, 2, 3]))
+    }
+
+    @Test func nameIsTheLastPathComponent() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.appending("thumbs/"))
+        #expect(cache.name == "thumbs")
+        #expect(cache.memoryCache.name == "thumbs")
+        #expect(cache.diskCache.path == folder.appending("thumbs/"))
+        #expect(cache.description.contains("thumbs"))
+    }
+
+    @Test func emptyNameOrPathThrowsInvalidArgument() {
+        let nameError = #expect(throws: CacheError.self) { try Cache<Int>(name: "") }
+        #expect(nameError?.code == .invalidArgument)
+        let pathError = #expect(throws: CacheError.self) { try Cache<Int>(path: "") }
+        #expect(pathError?.code == .invalidArgument)
+    }
+
+    // MARK: Name resolution
+
+    @Test func absoluteXDGCacheHomeWins() {
+        let directory = CacheDirectory.resolve(
+            environment: ["XDG_CACHE_HOME": "/xdg/cache", "HOME": "/home/ada"], passwordHome: { "/pw" })
+        #expect(directory == "/xdg/cache")
+    }
+
+    @Test func relativeOrEmptyXDGCacheHomeIsIgnored() {
+        for xdg in ["relative/cache", ""] {
+            let directory = CacheDirectory.resolve(
+                environment: ["XDG_CACHE_HOME": xdg, "HOME": "/home/ada"], passwordHome: { "/pw" })
+            #expect(directory == "/home/ada/.cache")
+        }
+    }
+
+    @Test func homeIsUsedWithoutXDGCacheHome() {
+        #expect(CacheDirectory.resolve(environment: ["HOME": "/home/ada/"], passwordHome: { nil }) == "/home/ada/.cache")
+    }
+
+    @Test func thePasswordDatabaseIsTheLastResort() {
+        #expect(CacheDirectory.resolve(environment: [:], passwordHome: { "/pw/home" }) == "/pw/home/.cache")
+        #expect(CacheDirectory.resolve(environment: ["HOME": ""], passwordHome: { nil }) == nil)
+        #expect(CacheDirectory.passwordDatabaseHome()?.hasPrefix("/") == true)
+    }
+
+    @Test func initWithNameUsesTheResolvedDirectory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(name: "named", environment: ["XDG_CACHE_HOME": folder.path])
+        #expect(cache.name == "named")
+        #expect(cache.diskCache.path == folder.appending("named"))
+        try cache.setValue(5, forKey: "k")
+        #expect(FileManager.default.fileExists(atPath: folder.appending("named/manifest.sqlite")))
+
+        let viaHome = try Cache<Int>(name: "other", environment: ["HOME": folder.path])
+        #expect(viaHome.diskCache.path == folder.appending(".cache/other"))
+    }
+
+    @Test func twoCachesWithTheSameNameShareOneDiskCore() throws {
+        let folder = TemporaryFolder()
+        let environment = ["XDG_CACHE_HOME": folder.path]
+        let first = try Cache<Int>(name: "shared", environment: environment)
+        let second = try Cache<Int>(name: "shared", environment: environment)
+        try first.setValue(1, forKey: "k")
+        #expect(try second.value(forKey: "k") == 1)
+        first.diskCache.countLimit = 3
+        #expect(second.diskCache.countLimit == 3)
+        #expect(first.memoryCache !== second.memoryCache)
+    }
+
+    // MARK: Async twins
+
+    @Test func asyncTwinsReadThroughAndWriteThrough() async throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Profile>(path: folder.path)
+        let ada = Profile(name: "Ada", age: 36, scores: [], flags: [:])
+        try await cache.setValue(ada, forKey: "ada")
+        #expect(try await cache.value(forKey: "ada") == ada)
+        #expect(await cache.containsValue(forKey: "ada"))
+        cache.memoryCache.removeAllValues()
+        #expect(await cache.containsValue(forKey: "ada"))  // from disk
+        #expect(try await cache.value(forKey: "ada") == ada)
+        #expect(cache.memoryCache.containsValue(forKey: "ada"))  // back-filled
+        try await cache.removeValue(forKey: "ada")
+        #expect(await !cache.containsValue(forKey: "ada"))
+        try await cache.setValue(ada, forKey: "again")
+        try await cache.setValue(nil, forKey: "again")
+        #expect(try await cache.value(forKey: "again") == nil)
+        try await cache.setValue(ada, forKey: "last")
+        try await cache.removeAllValues()
+        #expect(try await cache.diskCache.totalCount() == 0)
+        await #expect(throws: CacheError.self) { try await cache.setValue(ada, forKey: "") }
+    }
+
+    @Test func cancelledAsyncCallsDoNothing() async throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            var cancelled = 0
+            do { try await cache.setValue(1, forKey: "k") } catch is CancellationError { cancelled += 1 }
+            do { _ = try await cache.value(forKey: "k") } catch is CancellationError { cancelled += 1 }
+            do { try await cache.removeValue(forKey: "k") } catch is CancellationError { cancelled += 1 }
+            do { try await cache.removeAllValues() } catch is CancellationError { cancelled += 1 }
+            return cancelled
+        }
+        #expect(try await task.value == 4)
+        #expect(cache.memoryCache.totalCount == 0)
+        #expect(try await cache.diskCache.totalCount() == 0)
+    }
+
+    // MARK: Another process
+
+    /// The child half of ``aValueWrittenHereIsReadInAnotherProcess()``: does nothing unless
+    /// that test started this process with the environment variables below.
+    @Test func childProcessReadsAndWrites() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let path = environment["YYCACHE_TEST_CHILD_PATH"] else { return }
+        let cache = try Cache<String>(path: path)
+        #expect(try cache.value(forKey: "from parent") == "hello child")
+        try cache.setValue("hello parent", forKey: "from child")
+    }
+
+    @Test func aValueWrittenHereIsReadInAnotherProcess() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        try cache.setValue("hello child", forKey: "from parent")
+
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "childProcessReadsAndWrites"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["YYCACHE_TEST_CHILD_PATH"] = folder.path
+        child.environment = environment
+        child.standardOutput = FileHandle.nullDevice
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        child.waitUntilExit()
+        #expect(child.terminationStatus == 0)
+
+        #expect(try cache.value(forKey: "from child") == "hello parent")
+    }
+}
