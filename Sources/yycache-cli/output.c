@@ -191,6 +191,7 @@ static bool parse_scaled(const char *s, const unit *units, int64_t *out) {
     char *end;
     double v = strtod(s, &end);
     if (errno || end == s || !isfinite(v) || v < 0) return false;
+    if (strspn(s, "0123456789.") != (size_t)(end - s)) return false; /* no 0x.., 1e3 */
     while (*end == ' ')
         end++;
     for (const unit *u = units; u->suffix; u++) {

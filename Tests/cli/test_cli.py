@@ -167,6 +167,9 @@ class HelpAndUsage(InspectorTestCase):
             ("rm", self.cache),
             ("trim", self.cache),
             ("trim", self.cache, "--size", "10Q"),
+            ("trim", self.cache, "--size", "0x10"),
+            ("trim", self.cache, "--size", "1e3"),
+            ("trim", self.cache, "--count", "1.5"),
             ("trim", self.cache, "--age", "soon"),
             ("set", self.cache, ""),
         ]
