@@ -1,0 +1,163 @@
+/*
+ * cache.c - the two-level cache (YYCache): memory tier in front of the disk tier.
+ *
+ * The memory tier stores reference-counted byte buffers (one allocation: header + bytes); the
+ * callbacks below retain and release them, so a value read from memory is copied out while the
+ * caller holds a reference and can never be freed under it.
+ */
+#include "internal.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define YYC_CACHE_INLINE_THRESHOLD 20480
+
+struct yyc_cache {
+    yyc_memcache *memory;
+    yyc_diskcache *disk;
+};
+
+typedef struct bytes {
+    atomic_size_t refs;
+    size_t len;
+    unsigned char data[];
+} bytes;
+
+static void *bytes_retain(void *ctx, void *value) {
+    (void)ctx;
+    atomic_fetch_add_explicit(&((bytes *)value)->refs, 1, memory_order_relaxed);
+    return value;
+}
+
+static void bytes_release(void *ctx, void *value) {
+    (void)ctx;
+    bytes *b = value;
+    if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
+}
+
+static bytes *bytes_new(const void *data, size_t len) {
+    if (len > SIZE_MAX - sizeof(bytes)) return NULL;
+    bytes *b = malloc(sizeof(bytes) + len);
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->len = len;
+    if (len) memcpy(b->data, data, len);
+    return b;
+}
+
+static const yyc_value_callbacks bytes_callbacks = {bytes_retain, bytes_release, NULL};
+
+int yyc_cache_open(const char *path, yyc_cache **out) {
+    if (!out) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_open: out is NULL");
+    *out = NULL;
+    if (!path || !*path) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_open: empty path");
+    yyc_cache *c = calloc(1, sizeof *c);
+    if (!c) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_open: out of memory");
+    int rc = yyc_diskcache_open(path, YYC_CACHE_INLINE_THRESHOLD, &c->disk);
+    if (rc == YYC_OK) {
+        rc = yyc_memcache_new(&bytes_callbacks, &c->memory);
+        if (rc != YYC_OK) rc = yyc__error(rc, 0, 0, "yyc_cache_open: memory cache: %s", yyc_strerror(rc));
+    }
+    if (rc != YYC_OK) {
+        yyc_cache_free(c);
+        return rc;
+    }
+    *out = c;
+    return YYC_OK;
+}
+
+void yyc_cache_free(yyc_cache *c) {
+    if (!c) return;
+    yyc_memcache_free(c->memory);
+    yyc_diskcache_release(c->disk);
+    free(c);
+}
+
+yyc_memcache *yyc_cache_memory(yyc_cache *c) { return c ? c->memory : NULL; }
+
+yyc_diskcache *yyc_cache_disk(yyc_cache *c) { return c ? c->disk : NULL; }
+
+/* Copies a buffer out for the caller (NULL for an empty value). */
+static int copy_out(const bytes *b, void **out_value, size_t *out_len) {
+    void *copy = NULL;
+    if (b->len) {
+        copy = malloc(b->len);
+        if (!copy) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_get: out of memory");
+        memcpy(copy, b->data, b->len);
+    }
+    *out_value = copy;
+    *out_len = b->len;
+    return YYC_OK;
+}
+
+int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len) {
+    if (!out_value || !out_len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL output");
+    *out_value = NULL;
+    *out_len = 0;
+    if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL argument");
+    if (!*key) return YYC_NOTFOUND;
+    size_t key_len = strlen(key);
+
+    void *held = NULL;
+    if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
+        int rc = copy_out(held, out_value, out_len);
+        bytes_release(NULL, held);
+        return rc;
+    }
+
+    void *value = NULL;
+    size_t len = 0;
+    int rc = yyc_diskcache_get(c->disk, key, &value, &len);
+    if (rc != YYC_OK) return rc;
+    /* Back-fill the memory tier (cost 0, as YYCache does). A failed back-fill loses nothing. */
+    bytes *b = bytes_new(value, len);
+    if (b) {
+        yyc_memcache_set(c->memory, key, key_len, b, 0);
+        bytes_release(NULL, b);
+    }
+    *out_value = value;
+    *out_len = len;
+    return YYC_OK;
+}
+
+int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) {
+    if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL argument");
+    if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: empty key");
+    if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
+    size_t key_len = strlen(key);
+    bytes *b = bytes_new(value, len);
+    if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
+    int rc = yyc_memcache_set(c->memory, key, key_len, b, 0);
+    bytes_release(NULL, b);
+    if (rc != YYC_OK) return yyc__error(rc, 0, 0, "yyc_cache_set: memory tier: %s", yyc_strerror(rc));
+    rc = yyc_diskcache_set(c->disk, key, value, len, NULL, 0);
+    /* Deviation: when the disk write fails, the memory tier forgets the key too, so that the two
+     * tiers never disagree about which value is current (the disk keeps its previous value). */
+    if (rc != YYC_OK) {
+        yyc_error saved;
+        yyc_last_error(&saved);
+        yyc_memcache_remove(c->memory, key, key_len);
+        return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
+                          saved.message);
+    }
+    return YYC_OK;
+}
+
+bool yyc_cache_contains(yyc_cache *c, const char *key) {
+    if (!c || !key || !*key) return false;
+    return yyc_memcache_contains(c->memory, key, strlen(key)) || yyc_diskcache_contains(c->disk, key);
+}
+
+int yyc_cache_remove(yyc_cache *c, const char *key) {
+    if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove: NULL argument");
+    if (!*key) return YYC_OK;
+    yyc_memcache_remove(c->memory, key, strlen(key));
+    return yyc_diskcache_remove(c->disk, key);
+}
+
+int yyc_cache_remove_all(yyc_cache *c) {
+    if (!c) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove_all: NULL cache");
+    yyc_memcache_remove_all(c->memory);
+    return yyc_diskcache_remove_all(c->disk);
+}
