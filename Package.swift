@@ -27,6 +27,7 @@ let package = Package(
                 .linkedLibrary("md"),
                 .linkedLibrary("bsd"),
                 .linkedLibrary("pthread"),
+                .linkedLibrary("m"),
             ]
         ),
         .target(
