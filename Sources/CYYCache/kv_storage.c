@@ -33,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -165,6 +167,24 @@ static int errno_fail(yyc_kv *kv, int err, const char *what) {
     return report(kv, true, errno_status(err), 0, err, "%s: %s", what, strerror(err));
 }
 
+/* Whether a failed manifest write is explained by a full file system or by the process's
+ * file-size limit (RLIMIT_FSIZE) being reached by the database or its WAL. */
+static bool manifest_looks_full(yyc_kv *kv) {
+    struct statvfs sv;
+    if (fstatvfs(kv->root_fd, &sv) == 0 && sv.f_bavail == 0) return true;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return false;
+    static const char *const names[] = {MANIFEST_NAME, MANIFEST_NAME "-wal"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        struct stat st;
+        /* Within two WAL frames of the largest page size of the limit. */
+        if (fstatat(kv->root_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            (uint64_t)st.st_size + 2 * (65536 + 24) >= (uint64_t)rl.rlim_cur)
+            return true;
+    }
+    return false;
+}
+
 static int status_from_sqlite(yyc_kv *kv, int rc, int sys_errno) {
     switch (rc & 0xff) {
     case SQLITE_BUSY:
@@ -182,8 +202,11 @@ static int status_from_sqlite(yyc_kv *kv, int rc, int sys_errno) {
         if (faccessat(kv->root_fd, ".", W_OK, AT_EACCESS) != 0) return YYC_EPERM;
         return YYC_EIO;
     case SQLITE_IOERR:
-        if (sys_errno == ENOSPC || sys_errno == EFBIG) return YYC_ENOSPC;
+        if (sys_errno == ENOSPC || sys_errno == EFBIG || sys_errno == EDQUOT) return YYC_ENOSPC;
         if (sys_errno == EACCES || sys_errno == EPERM || sys_errno == EROFS) return YYC_EPERM;
+        /* SQLite reports a write that hit RLIMIT_FSIZE (EFBIG) as SQLITE_IOERR_WRITE, and its
+         * saved errno is often already overwritten (unixGetLastError reads errno late). */
+        if (manifest_looks_full(kv)) return YYC_ENOSPC;
         return YYC_EIO;
     default: return YYC_ESQLITE;
     }

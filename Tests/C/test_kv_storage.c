@@ -1275,6 +1275,35 @@ static void kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_cal
     free(dir);
 }
 
+static void kv_a_manifest_that_cannot_grow_gives_no_space_and_keeps_the_old_value(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-fullwal");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "k", "old value", NULL);
+    /* The WAL may not grow: SQLite reports SQLITE_IOERR_WRITE (often with errno already lost). */
+    struct sigaction ign = {.sa_handler = SIG_IGN}, prev;
+    sigaction(SIGXFSZ, &ign, &prev);
+    struct rlimit saved, small;
+    getrlimit(RLIMIT_FSIZE, &saved);
+    small = saved;
+    small.rlim_cur = (rlim_t)tk_file_size(dir, "manifest.sqlite-wal");
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    char value[8000];
+    memset(value, 'n', sizeof value);
+    int rc = yyc_kv_save(kv, "k", value, sizeof value, NULL, NULL, 0);
+    int rc2 = yyc_kv_save(kv, "other", value, sizeof value, NULL, NULL, 0);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    sigaction(SIGXFSZ, &prev, NULL);
+    assert_int_equal(rc, YYC_ENOSPC);
+    assert_int_equal(rc2, YYC_ENOSPC);
+    check_value(kv, "k", "old value");
+    assert_int_equal(yyc_kv_exists(kv, "other"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_save(kv, "k", value, sizeof value, NULL, NULL, 0), YYC_OK);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1310,6 +1339,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_stale_temporary_files_are_swept_after_open),
         cmocka_unit_test(kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_call),
         cmocka_unit_test(kv_a_file_size_limit_gives_no_space_and_keeps_the_old_value),
+        cmocka_unit_test(kv_a_manifest_that_cannot_grow_gives_no_space_and_keeps_the_old_value),
 };
 
 YYC_TEST_MAIN(tests)
