@@ -64,8 +64,11 @@ BENCH_ARGS ?=
 BENCH_SMOKE_ARGS ?= --quick
 have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/dev/null && echo yes)
 
-# Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check).
-DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++
+# Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
+# binutils: nm/readelf; python3: Benchmarks/run).
+DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
+                binutils python3
+APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
 TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan swift-build swift-test \
@@ -107,14 +110,15 @@ test: deps
 # to install and fails. Without dpkg (not Debian), checks with pkg-config and goes on.
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
-	  echo "deps: no dpkg here; checking with pkg-config (need: sqlite3 libbsd libmd cmocka, cmake)"; \
+	  echo "deps: no dpkg here; checking with pkg-config (sqlite3 libbsd libmd cmocka) and cmake"; \
 	  command -v $(CMAKE) >/dev/null && pkg-config --exists sqlite3 libbsd libmd cmocka \
-	    || { echo "deps: missing dependencies; install the equivalents of: $(DEB_PACKAGES)" >&2; exit 1; }; \
+	    || { echo "deps: missing; install the equivalents of: $(DEB_PACKAGES)" >&2; exit 1; }; \
 	  exit 0; \
 	fi; \
 	missing=""; \
 	for p in $(DEB_PACKAGES); do \
-	  dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' || missing="$$missing $$p"; \
+	  dpkg-query -W -f='$${db:Status-Abbrev}' $$p 2>/dev/null | grep -q '^ii' \
+	    || missing="$$missing $$p"; \
 	done; \
 	[ -z "$$missing" ] && exit 0; \
 	if [ "$$(id -u)" -ne 0 ]; then \
@@ -123,11 +127,12 @@ deps:
 	  exit 1; \
 	fi; \
 	echo "deps: installing$$missing"; \
-	apt-get update -q; \
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
+	$(APT_GET) update -q; \
+	DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -q --no-install-recommends $$missing
 
 need-swift:
-	@command -v $(SWIFT) >/dev/null || { echo "swift not found: install a Swift 6 toolchain (swift.org/install)" >&2; exit 1; }
+	@command -v $(SWIFT) >/dev/null \
+	  || { echo "swift not found: install a Swift 6 toolchain (swift.org/install)" >&2; exit 1; }
 
 # --- Swift --------------------------------------------------------------------------------------
 
@@ -196,7 +201,8 @@ version-check:
 	@v=$$(sed -n '/^project(YYCache/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt); \
 	f=$$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/status.c); \
 	if [ -z "$$v" ] || [ "$$v" != "$$f" ]; then \
-	  echo "version-check: CMakeLists.txt says '$$v', Sources/CYYCache/status.c fallback says '$$f'" >&2; exit 1; fi; \
+	  echo "version-check: CMakeLists.txt says '$$v'," \
+	       "the fallback in Sources/CYYCache/status.c says '$$f'" >&2; exit 1; fi; \
 	echo "version-check: $$v (CMakeLists.txt project(VERSION) = status.c fallback)"
 
 # Installs the shared and the static library to temporary prefixes and builds Tests/CMakeConsumer
@@ -219,15 +225,17 @@ bench-smoke: deps
 bench: deps
 	@if [ -x $(BENCH_RUNNER) ]; then \
 	  echo "$(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS)"; \
-	  exec $(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS); fi; \
+	  exec env $(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS); fi; \
 	$(MAKE) build-release; \
 	if command -v $(SWIFT) >/dev/null; then $(SWIFT) build $(SWIFT_RELEASE_FLAGS); fi; \
 	ran=0; \
-	if [ -x $(C_BENCH) ]; then ran=1; echo "bench: $(C_BENCH) $(BENCH_ARGS)"; $(C_BENCH) $(BENCH_ARGS); fi; \
+	if [ -x $(C_BENCH) ]; then ran=1; \
+	  echo "bench: $(C_BENCH) $(BENCH_ARGS)"; $(C_BENCH) $(BENCH_ARGS); fi; \
 	if [ -n "$(have_swift_bench)" ]; then ran=1; \
 	  echo "bench: swift run -c release $(SWIFT_BENCH_PRODUCT) $(BENCH_ARGS)"; \
 	  $(SWIFT) run $(SWIFT_RELEASE_FLAGS) --skip-build $(SWIFT_BENCH_PRODUCT) $(BENCH_ARGS); fi; \
-	[ $$ran -eq 1 ] || echo "bench: no benchmark exists yet (expected $(BENCH_RUNNER), $(C_BENCH) or the Swift executable $(SWIFT_BENCH_PRODUCT)); the release builds above succeeded"
+	[ $$ran -eq 1 ] || echo "bench: no benchmark exists yet (expected $(BENCH_RUNNER)," \
+	  "$(C_BENCH) or the Swift executable $(SWIFT_BENCH_PRODUCT)); the release builds succeeded"
 
 # --- housekeeping -------------------------------------------------------------------------------
 
@@ -240,7 +248,7 @@ format:
 	else echo "format: swift-format not found, Swift sources left as they are"; fi
 	@if command -v clang-format >/dev/null; then \
 	  echo "format: clang-format"; clang-format -i $(sort $(C_FORMAT_FILES)); \
-	else echo "format: clang-format not found (apt-get install clang-format), C sources left as they are"; fi
+	else echo "format: clang-format not found (apt-get install clang-format), C left as it is"; fi
 
 clean:
 	rm -rf $(BUILD_DIR) $(SWIFT_SCRATCH)
