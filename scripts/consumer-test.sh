@@ -87,20 +87,33 @@ consume() {
     lib="$(find "$prefix" \( -name 'libyycache.so.*.*' -o -name libyycache.a \) -print -quit)"
     defines="$(consumer_defines "$lib")"
 
-    # 1. CMake: find_package(YYCache) from the moved prefix.
+    local pcdir version
+    pcdir="$(dirname "$(find "$prefix" -name yycache.pc -print -quit)")"
+    version="$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion yycache)"
+
+    # 1. CMake: find_package(YYCache <version>) from the moved prefix.
     local bdir="$work/cmake-$kind"
     run "$work/cmake-configure-$kind.log" env CC="$CC" "$CMAKE" -S "$src/Tests/CMakeConsumer" \
         -B "$bdir" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Debug \
+        -DYYCACHE_CONSUMER_REQUIRE_VERSION="$version" \
         -DYYCACHE_CONSUMER_DEFINES="${defines// /;}"
     run "$work/cmake-build-$kind.log" "$CMAKE" --build "$bdir"
     run "$work/cmake-run-$kind.log" "$bdir/yycache_consumer"
-    echo "consumer: $kind library, CMake find_package(YYCache): ok"
+    echo "consumer: $kind library, CMake find_package(YYCache $version): ok"
+
+    # The version file refuses another major version.
+    local next_major=$(( ${version%%.*} + 1 )).0
+    if env CC="$CC" "$CMAKE" -S "$src/Tests/CMakeConsumer" -B "$work/cmake-badversion-$kind" \
+        -DCMAKE_PREFIX_PATH="$prefix" -DYYCACHE_CONSUMER_REQUIRE_VERSION="$next_major" \
+        >"$work/cmake-badversion-$kind.log" 2>&1; then
+        fail "$kind: find_package(YYCache $next_major) accepted version $version"
+    fi
+    grep -q "compatible with requested version" "$work/cmake-badversion-$kind.log" \
+        || { cat "$work/cmake-badversion-$kind.log" >&2; fail "$kind: unexpected find_package error"; }
 
     # 2. pkg-config (relocatable through ${pcfiledir}); --static for the static library.
-    local pcdir version flags bin="$work/pkgconfig-$kind" static_flag=""
-    pcdir="$(dirname "$(find "$prefix" -name yycache.pc -print -quit)")"
+    local flags bin="$work/pkgconfig-$kind" static_flag=""
     [ "$kind" = static ] && static_flag="--static"
-    version="$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion yycache)"
     flags="$(PKG_CONFIG_PATH="$pcdir" pkg-config $static_flag --cflags --libs yycache)" \
         || fail "$kind: pkg-config yycache failed"
     local cdefs=() d

@@ -20,26 +20,25 @@
 
 static int failures;
 
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            fprintf(stderr, "consumer: %s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                            \
-            failures++;                                                                \
-            return;                                                                    \
-        }                                                                              \
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "consumer: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            failures++;                                                                        \
+            return;                                                                            \
+        }                                                                                      \
     } while (0)
 
-#define CHECK_STATUS(expr, expected)                                                   \
-    do {                                                                               \
-        int status_ = (expr);                                                          \
-        if (status_ != (expected)) {                                                   \
-            fprintf(stderr, "consumer: %s:%d: %s returned %s (%s), expected %s\n",     \
-                    __FILE__, __LINE__, #expr, yyc_status_name(status_),               \
-                    yyc_strerror(status_), yyc_status_name(expected));                 \
-            failures++;                                                                \
-            return;                                                                    \
-        }                                                                              \
+#define CHECK_STATUS(expr, expected)                                                         \
+    do {                                                                                     \
+        int status_ = (expr);                                                                \
+        if (status_ != (expected)) {                                                         \
+            fprintf(stderr, "consumer: %s:%d: %s returned %s (%s), expected %s\n", __FILE__, \
+                    __LINE__, #expr, yyc_status_name(status_), yyc_strerror(status_),        \
+                    yyc_status_name(expected));                                              \
+            failures++;                                                                      \
+            return;                                                                          \
+        }                                                                                    \
     } while (0)
 
 /* --- helpers ----------------------------------------------------------------------------- */
