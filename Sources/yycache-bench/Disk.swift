@@ -28,7 +28,7 @@ final class DiskCacheSystem: DiskSystem {
 }
 #endif
 
-#if YYCB_CACHE
+#if !YYCB_NO_CACHE
 final class CacheSystem: DiskSystem {
     static var id: String { "swift-cache" }
     static var name: String { "Swift Cache (memory+disk)" }
@@ -119,7 +119,7 @@ func benchDisk(group: String, large: Bool) {
         emitNotAvailable(group: group, id: "swift-diskcache", system: "Swift DiskCache", reason: "DiskCache not in the YYCache module yet")
     }
     #endif
-    #if YYCB_CACHE
+    #if !YYCB_NO_CACHE
     runDisk(CacheSystem.self, group: group, large: large)
     #else
     if opt.wanted("swift-cache") {

@@ -3,8 +3,8 @@
 //
 // Prints one JSON object per line; see Support.swift for the format. Without --group it runs
 // every group but footprint (`yycache-bench --quick` is a smoke run of a few seconds).
-// Cache rows are compiled in when Benchmarks/run finds the type (-D YYCB_CACHE) so that this
-// target builds while the overlay is still being written; -D YYCB_NO_DISKCACHE drops DiskCache.
+// -D YYCB_NO_DISKCACHE / YYCB_NO_CACHE leave out the DiskCache / Cache rows (for a build of the
+// overlay without them).
 
 import Foundation
 
