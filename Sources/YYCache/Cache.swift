@@ -49,7 +49,8 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
             throw CacheError.invalidArgument("the cache name is empty or contains NUL")
         }
         guard let directory = CacheDirectory.resolve(environment: environment) else {
-            throw CacheError.invalidArgument("no cache directory: XDG_CACHE_HOME, HOME and the password database give none")
+            throw CacheError.invalidArgument(
+                "no cache directory: XDG_CACHE_HOME, HOME and the password database give none")
         }
         try self.init(path: CacheDirectory.join(directory, name))
     }

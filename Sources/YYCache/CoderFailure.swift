@@ -8,15 +8,15 @@ enum CoderFailure {
             codingPath.isEmpty ? "top level" : codingPath.map(\.stringValue).joined(separator: ".")
         }
         switch error {
-        case let DecodingError.typeMismatch(type, context):
+        case DecodingError.typeMismatch(let type, let context):
             return "type mismatch (expected \(type)) at \(path(context.codingPath))"
-        case let DecodingError.valueNotFound(type, context):
+        case DecodingError.valueNotFound(let type, let context):
             return "missing \(type) at \(path(context.codingPath))"
-        case let DecodingError.keyNotFound(key, context):
+        case DecodingError.keyNotFound(let key, let context):
             return "missing key \"\(key.stringValue)\" at \(path(context.codingPath))"
-        case let DecodingError.dataCorrupted(context):
+        case DecodingError.dataCorrupted(let context):
             return "corrupted data at \(path(context.codingPath))"
-        case let EncodingError.invalidValue(_, context):
+        case EncodingError.invalidValue(_, let context):
             return "invalid value at \(path(context.codingPath))"
         default:
             return String(describing: type(of: error))

@@ -1,6 +1,5 @@
 import CYYCache
 import Foundation
-import Synchronization
 
 /// A thread-safe disk cache (YYDiskCache): small values inline in SQLite, large ones in files,
 /// `Codable` archiving, count/cost/age/free-space limits and `async` twins.
@@ -28,7 +27,7 @@ import Synchronization
 public final class DiskCache: Sendable {
     // Sendable: the core's state is guarded by the C core's pthread mutex (`yyc_diskcache.lock`,
     // taken by every yyc_diskcache_* call); this object's own state (the handle while it is
-    // open, the in-flight count, coder and fileName) is in `state`, a Mutex.
+    // open, the in-flight count, coder and fileName) is in `state`, behind a lock.
 
     struct State {
         /// The C core (`yyc_diskcache *`): one reference, dropped by the last of `close()`,
@@ -40,7 +39,7 @@ public final class DiskCache: Sendable {
         var fileName: (@Sendable (String) -> String?)?
     }
 
-    let state: Mutex<State>
+    let state: Protected<State>
 
     /// The path, exactly as given to the initializer. (The shared core is found through the
     /// canonical path.)
@@ -86,7 +85,7 @@ public final class DiskCache: Sendable {
         guard status == 0, let handle else { throw CacheError.lastError(status: status) }
         self.path = path
         self.inlineThreshold = MemoryCacheLimit.fromC(yyc_diskcache_inline_threshold(handle))
-        self.state = Mutex(State(handle: handle))
+        self.state = Protected(State(handle: handle))
     }
 
     deinit {

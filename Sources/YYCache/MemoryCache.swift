@@ -1,6 +1,5 @@
 import CYYCache
 import Foundation
-import Synchronization
 
 /// A fast, thread-safe, in-memory key-value cache with least-recently-used eviction
 /// (YYMemoryCache).
@@ -24,7 +23,7 @@ import Synchronization
 ///
 /// The type is `Sendable` when `Value` is: all shared state lives behind the C cache's pthread
 /// mutex (`yyc_memcache.lock`), except ``name`` and the event handlers, which are Swift-only
-/// and kept in a `Mutex`.
+/// and kept behind a lock of their own.
 ///
 /// The corresponding C type is `yyc_memcache`.
 public final class MemoryCache<Key: CacheKey, Value> {
@@ -42,7 +41,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The C callbacks' context; it must outlive `handle`.
     let events: MemoryCacheEvents<Key, Value>
 
-    let state: Mutex<State>
+    let state: Protected<State>
 
     /// Creates an empty cache with YYMemoryCache's defaults: no count, cost or age limit, an
     /// auto-trim every 5 seconds, remove-all on memory warning and when entering the
@@ -64,7 +63,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         }
         self.handle = handle
         self.events = events
-        self.state = Mutex(State(name: name))
+        self.state = Protected(State(name: name))
         events.cache = self
         events.installEventHandlers(on: handle)
     }
@@ -201,7 +200,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
 
 // Sendable when Value is: every entry and limit is guarded by the C cache's pthread mutex
 // (`yyc_memcache.lock`, taken at the top of each yyc_memcache_* call); `name` and the handlers
-// are in a Mutex; `handle` and `events` are immutable.
+// are behind a Protected lock; `handle` and `events` are immutable.
 extension MemoryCache: @unchecked Sendable where Value: Sendable {}
 
 extension MemoryCache: CustomStringConvertible {

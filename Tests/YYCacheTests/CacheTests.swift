@@ -144,7 +144,8 @@ import Testing
     }
 
     @Test func homeIsUsedWithoutXDGCacheHome() {
-        #expect(CacheDirectory.resolve(environment: ["HOME": "/home/ada/"], passwordHome: { nil }) == "/home/ada/.cache")
+        #expect(
+            CacheDirectory.resolve(environment: ["HOME": "/home/ada/"], passwordHome: { nil }) == "/home/ada/.cache")
     }
 
     @Test func thePasswordDatabaseIsTheLastResort() {

@@ -90,11 +90,11 @@ import Testing
         let folder = TemporaryFolder()
         let disk = try DiskCache(path: folder.path, inlineThreshold: 50)
         for i in 0..<200 { try await disk.setData(bytes(i % 2 == 0 ? 10 : 100), forKey: "k\(i)") }
-        let reports = Mutex<[(Int, Int)]>([])
+        let reports = LockedBox<[Progress]>([])
         try await disk.removeAllValues { removed, total in
-            reports.withLock { $0.append((removed, total)) }
+            reports.value.append(Progress(removed: removed, total: total))
         }
-        let seen = reports.withLock { $0 }
+        let seen = reports.value.map { ($0.removed, $0.total) }
         #expect(!seen.isEmpty)
         #expect(seen.allSatisfy { $0.1 == 200 })
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.0 <= $1.0 })
@@ -216,4 +216,9 @@ import Testing
         }
         #expect(try keeper.totalCount() <= 3)
     }
+}
+
+struct Progress: Sendable {
+    var removed: Int
+    var total: Int
 }

@@ -311,7 +311,7 @@ import Testing
         let start = time(nil)
         #expect(eventually(timeout: .seconds(3)) { time(nil) > start })
         #expect(disk.containsValue(forKey: "unread"))  // no access-time update
-        _ = try disk.extendedData(forKey: "unread")      // no access-time update
+        _ = try disk.extendedData(forKey: "unread")  // no access-time update
         _ = try disk.data(forKey: "read")
         try disk.trim(toCount: 1)
         #expect(disk.containsValue(forKey: "read"))
@@ -336,7 +336,7 @@ import Testing
         let first = try DiskCache(path: folder.path)
         let second = try DiskCache(path: folder.path + "/", inlineThreshold: 5)
         #expect(second.path == folder.path + "/")  // as given
-        #expect(second.inlineThreshold == 20480)    // the open core's threshold wins
+        #expect(second.inlineThreshold == 20480)  // the open core's threshold wins
         try first.setData(bytes(3), forKey: "k")
         #expect(try second.data(forKey: "k") == bytes(3))
         first.countLimit = 7

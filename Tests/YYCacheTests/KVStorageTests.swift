@@ -59,8 +59,10 @@ import Testing
     @Test func saveItemUsesTheItemsFieldsAndRequiresAValue() throws {
         let folder = TemporaryFolder()
         let storage = try KVStorage(path: folder.path, type: .mixed)
-        try storage.saveItem(KVStorageItem(key: "a", value: Data([1, 2]), filename: "a.bin", size: 999,
-                                           modificationTime: 1, lastAccessTime: 1, extendedData: Data([3])))
+        try storage.saveItem(
+            KVStorageItem(
+                key: "a", value: Data([1, 2]), filename: "a.bin", size: 999,
+                modificationTime: 1, lastAccessTime: 1, extendedData: Data([3])))
         let item = try #require(try storage.itemInfo(forKey: "a"))
         #expect(item.size == 2)  // from the value, not the item
         #expect(item.modificationTime > 1)

@@ -341,12 +341,14 @@ import Testing
     }
 }
 
-/// A value shared with @Sendable handlers in tests.
-final class LockedBox<T: Sendable>: Sendable {
-    private let stored: Mutex<T>
-    init(_ value: T) { stored = Mutex(value) }
+/// A value shared with @Sendable handlers in tests (an NSLock, which ThreadSanitizer sees;
+/// `Mutex` waits with raw futex calls that it does not).
+final class LockedBox<T: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: T
+    init(_ value: T) { stored = value }
     var value: T {
-        get { stored.withLock { $0 } }
-        set { stored.withLock { $0 = newValue } }
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Counts live ``Tracked`` objects (swift-collections' LifetimeTracker idea): a test that ends
