@@ -7,8 +7,8 @@
 # internal, which hidden visibility must keep inside), ignoring the loader's _init/_fini and the
 # linker's section markers. Static archive (optional): every global symbol it defines must start
 # with yyc_ (internals included), so a static link cannot collide with the program's names.
-# Also lists YYC_API declarations of include/yycache/*.h not defined yet (a note, not a failure:
-# parts of the library land one at a time).
+# And every YYC_API function declared in include/yycache/*.h must be defined (exported): a
+# declaration without a definition is a link error waiting for the first user.
 set -euo pipefail
 src="$(cd "$(dirname "$0")/.." && pwd)"
 NM="${NM:-nm}"
@@ -29,14 +29,13 @@ declared="$(grep -ho 'YYC_API[^;(]*[ *]yyc_[a-z0-9_]*[[:space:]]*(' "$src"/inclu
 missing="$(comm -23 <(echo "$declared") <(grep '^yyc_' <<<"$exported"))"
 count_decl="$(wc -l <<<"$declared")"
 count_missing="$(grep -c . <<<"$missing" || true)"
-[ $status -ne 0 ] || echo "symbols: $so exports $(wc -l <<<"$exported") symbols, all public yyc_" \
-    "names; $((count_decl - count_missing)) of $count_decl YYC_API declarations defined"
 if [ "$count_missing" -gt 0 ]; then
-    # One group per object (yyc_kv_*, yyc_cache_*, ...): the list itself is long while parts land.
-    echo "symbols: note: declared in include/yycache but not in the library yet:" \
-         "$(sed -E 's/^(yyc_[a-z]+)_.*/\1_*/' <<<"$missing" | sort | uniq -c \
-            | awk '{printf "%s%s (%d)", sep, $2, $1; sep=", "}')"
+    echo "symbols: FAIL: declared YYC_API in include/yycache but not exported by $so:" >&2
+    printf '  %s\n' $missing >&2
+    status=1
 fi
+[ $status -ne 0 ] || echo "symbols: $so exports $(wc -l <<<"$exported") symbols, all public yyc_" \
+    "names, and defines all $count_decl YYC_API functions of include/yycache"
 
 if [ $# -ge 2 ]; then
     a="$2"

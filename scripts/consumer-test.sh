@@ -8,9 +8,6 @@
 # move the prefix elsewhere (nothing may hard-code the install path), then build and run
 # Tests/CMakeConsumer/main.c twice: with its CMakeLists.txt (find_package(YYCache)) and with
 # `pkg-config --cflags --libs yycache` (`--static` for a static library).
-#
-# Parts of the library that have not landed yet (checked with nm) are left out of main.c with
-# YYC_CONSUMER_NO_<PART>, and the script says so.
 # Environment: CC (default cc), CMAKE (default cmake), KEEP=1 keeps the temporary folder.
 set -euo pipefail
 
@@ -31,21 +28,6 @@ run() {
         cat "$log" >&2
         fail "$*"
     fi
-}
-
-# Which parts exist in the library (nm), as -D flags for main.c.
-consumer_defines() {
-    local lib="$1" syms defs=()
-    syms="$(nm --defined-only --extern-only "$lib" 2>/dev/null | awk '{print $NF}')"
-    local part sym
-    for part in MEMCACHE:yyc_memcache_new DISKCACHE:yyc_diskcache_open CACHE:yyc_cache_open; do
-        sym="${part#*:}"
-        if ! grep -qx "$sym" <<<"$syms"; then
-            defs+=("YYC_CONSUMER_NO_${part%%:*}")
-            echo "consumer: $sym is not in the library yet: that part of main.c is left out" >&2
-        fi
-    done
-    echo "${defs[*]:-}"
 }
 
 check_tree() {
@@ -72,7 +54,7 @@ check_tree() {
 
 consume() {
     local build="$1" kind="$2"
-    local stage="$work/stage-$kind" prefix="$work/moved-$kind" lib defines
+    local stage="$work/stage-$kind" prefix="$work/moved-$kind"
     [ -f "$build/CMakeCache.txt" ] || fail "$build is not a configured CMake build directory"
 
     # The library's own components (a tool in the same build has its own install rules and need
@@ -84,9 +66,6 @@ consume() {
     mv "$stage" "$prefix" # relocated: nothing may depend on the path it was installed to
     check_tree "$prefix" "$kind"
 
-    lib="$(find "$prefix" \( -name 'libyycache.so.*.*' -o -name libyycache.a \) -print -quit)"
-    defines="$(consumer_defines "$lib")"
-
     local pcdir version
     pcdir="$(dirname "$(find "$prefix" -name yycache.pc -print -quit)")"
     version="$(PKG_CONFIG_PATH="$pcdir" pkg-config --modversion yycache)"
@@ -95,10 +74,10 @@ consume() {
     local bdir="$work/cmake-$kind"
     run "$work/cmake-configure-$kind.log" env CC="$CC" "$CMAKE" -S "$src/Tests/CMakeConsumer" \
         -B "$bdir" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Debug \
-        -DYYCACHE_CONSUMER_REQUIRE_VERSION="$version" \
-        -DYYCACHE_CONSUMER_DEFINES="${defines// /;}"
+        -DYYCACHE_CONSUMER_REQUIRE_VERSION="$version"
     run "$work/cmake-build-$kind.log" "$CMAKE" --build "$bdir"
     run "$work/cmake-run-$kind.log" "$bdir/yycache_consumer"
+    [ "$kind" = shared ] && sed 's/^/    /' "$work/cmake-run-$kind.log"
     echo "consumer: $kind library, CMake find_package(YYCache $version): ok"
 
     # The version file refuses another major version.
@@ -116,11 +95,9 @@ consume() {
     [ "$kind" = static ] && static_flag="--static"
     flags="$(PKG_CONFIG_PATH="$pcdir" pkg-config $static_flag --cflags --libs yycache)" \
         || fail "$kind: pkg-config yycache failed"
-    local cdefs=() d
-    for d in $defines; do cdefs+=("-D$d"); done
     # shellcheck disable=SC2086 # flags are meant to split
     run "$work/pkgconfig-build-$kind.log" "$CC" -std=c99 -Wall -Wextra -pedantic -Werror \
-        "-DYYC_CONSUMER_EXPECTED_VERSION=\"$version\"" "${cdefs[@]}" \
+        "-DYYC_CONSUMER_EXPECTED_VERSION=\"$version\"" \
         "$src/Tests/CMakeConsumer/main.c" -o "$bin" $flags
     if [ "$kind" = static ]; then
         if readelf -d "$bin" | grep -q 'NEEDED.*libyycache'; then

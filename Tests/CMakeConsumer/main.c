@@ -5,8 +5,7 @@
  * checks every result, and exits non-zero on the first failure.
  *
  * Built by scripts/consumer-test.sh (run by `make test`) against a temporary install prefix.
- * YYC_CONSUMER_EXPECTED_VERSION, when defined, must equal yyc_version(). While a part of the
- * library has not landed yet, the script defines YYC_CONSUMER_NO_<PART> to leave it out.
+ * YYC_CONSUMER_EXPECTED_VERSION, when defined, must equal yyc_version().
  */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #define _XOPEN_SOURCE 700       /* nftw */
@@ -69,7 +68,6 @@ static void check_version(void) {
 
 /* --- memory cache: values are reference-counted by the caller's callbacks ------------------ */
 
-#ifndef YYC_CONSUMER_NO_MEMCACHE
 typedef struct counted {
     int refs;
     int payload;
@@ -115,11 +113,9 @@ static void use_memory_cache(void) {
     CHECK_STATUS(yyc_memcache_set(NULL, "a", 1, &a, 0), YYC_EINVAL);
     printf("consumer: memory cache ok\n");
 }
-#endif
 
 /* --- disk cache ---------------------------------------------------------------------------- */
 
-#ifndef YYC_CONSUMER_NO_DISKCACHE
 static void use_disk_cache(const char *dir) {
     char path[4096];
     yyc_diskcache *dc = NULL;
@@ -155,11 +151,9 @@ static void use_disk_cache(const char *dir) {
     yyc_diskcache_release(dc);
     printf("consumer: disk cache ok\n");
 }
-#endif
 
 /* --- two-level cache ----------------------------------------------------------------------- */
 
-#ifndef YYC_CONSUMER_NO_CACHE
 static void use_two_level_cache(const char *dir) {
     char path[4096];
     yyc_cache *c = NULL;
@@ -184,7 +178,6 @@ static void use_two_level_cache(const char *dir) {
     yyc_cache_free(c);
     printf("consumer: two-level cache ok\n");
 }
-#endif
 
 int main(void) {
     char dir[] = "/tmp/yycache-consumer-XXXXXX";
@@ -194,16 +187,9 @@ int main(void) {
     }
 
     check_version();
-#ifndef YYC_CONSUMER_NO_MEMCACHE
     use_memory_cache();
-#endif
-#ifndef YYC_CONSUMER_NO_DISKCACHE
     use_disk_cache(dir);
-#endif
-#ifndef YYC_CONSUMER_NO_CACHE
     use_two_level_cache(dir);
-#endif
-    (void)dir;
 
     remove_tree(dir);
     if (failures != 0) {
