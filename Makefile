@@ -174,14 +174,18 @@ c-build: build-dev
 static: build-static
 release: build-release
 
+# ctest's "Start N: name" lines are left out (each test still gets its result line, failures
+# their output, and a hang its TIMEOUT line).
+CTEST_FILTER = { grep -v '^ *Start  *[0-9]*: ' || true; }
+
 c-test: build-dev
-	$(CTEST) --preset dev -j $(JOBS)
+	$(CTEST) --preset dev -j $(JOBS) | $(CTEST_FILTER)
 
 asan: build-asan
-	$(CTEST) --preset asan -j $(JOBS)
+	$(CTEST) --preset asan -j $(JOBS) | $(CTEST_FILTER)
 
 tsan: build-tsan
-	$(CTEST) --preset tsan -j $(JOBS)
+	$(CTEST) --preset tsan -j $(JOBS) | $(CTEST_FILTER)
 
 # --- checks on the built library ----------------------------------------------------------------
 
