@@ -215,10 +215,11 @@ static volatile uint64_t sink;
 
 /* ---- memory cache ---- */
 
-/* Values: 4-byte payloads. "owned" = a reference-counted object per key, created up front (as
- * YYCache's benchmark creates its NSData values up front), retained and released through the
- * value callbacks, like the Swift overlay's boxes. "unowned" = NULL callbacks, the payload
- * carried in the pointer itself (the bare C core). */
+/* Values: 4-byte payloads. "owned" = what a C user who lets the cache own its values does, and
+ * what the Swift overlay does with its boxes: every set allocates a reference-counted value
+ * object, the cache retains it through the value callbacks, the caller drops its own reference
+ * after the set, and the last release frees it. "unowned" = NULL callbacks, the payload carried
+ * in the pointer itself: the bare core. */
 typedef struct { _Atomic uint32_t rc; uint32_t v; } rc_value;
 static void *rc_retain(void *ctx, void *v) {
     (void)ctx;
@@ -227,17 +228,25 @@ static void *rc_retain(void *ctx, void *v) {
 }
 static void rc_release(void *ctx, void *v) {
     (void)ctx;
-    atomic_fetch_sub_explicit(&((rc_value *)v)->rc, 1, memory_order_acq_rel);
+    if (atomic_fetch_sub_explicit(&((rc_value *)v)->rc, 1, memory_order_acq_rel) == 1) free(v);
 }
 static const yyc_value_callbacks rc_callbacks = {rc_retain, rc_release, NULL};
 
 typedef struct {
     bool owned;
-    rc_value *values;
 } memvals;
 
-static void *memval(const memvals *mv, size_t i) {
-    return mv->owned ? (void *)&mv->values[i] : (void *)(uintptr_t)(i + 1);
+/* Sets key i to value i. */
+static inline void memput(yyc_memcache *c, const keyset *ks, size_t i, const memvals *mv) {
+    if (mv->owned) {
+        rc_value *v = xmalloc(sizeof *v);
+        atomic_init(&v->rc, 1);
+        v->v = (uint32_t)i;
+        yyc_memcache_set(c, ks->ptr[i], ks->len[i], v, 0);
+        rc_release(NULL, v);
+    } else {
+        yyc_memcache_set(c, ks->ptr[i], ks->len[i], (void *)(uintptr_t)(i + 1), 0);
+    }
 }
 static inline void memget_consume(const memvals *mv, void *v) {
     if (mv->owned) {
@@ -278,11 +287,7 @@ static void bench_memory(const char *group, bool str) {
             emit_na(group, systems[si].id, systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {systems[si].owned, NULL};
-        if (mv.owned) {
-            mv.values = xmalloc(n * sizeof *mv.values);
-            for (size_t i = 0; i < n; i++) { atomic_init(&mv.values[i].rc, 1); mv.values[i].v = (uint32_t)i; }
-        }
+        memvals mv = {systems[si].owned};
         series s[5] = {{.workload = "set_fresh"}, {.workload = "set_noresize"}, {.workload = "get_seq"}, {.workload = "get_random"}, {.workload = "get_miss50"}};
         /* --phase W runs only workload W (for profiling): the cache is then built once unless
          * W is one of the sets. */
@@ -295,14 +300,14 @@ static void bench_memory(const char *group, bool str) {
                 if (c) yyc_memcache_free(c);
                 c = memcache_make(&mv);
                 t0 = now();
-                for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+                for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
                 if (want[0]) record(&s[0], rep, (long)n, now() - t0);
             }
             if (want[1]) {
                 /* YYCache's benchmark clears by removing every key (removeAll would rebuild) */
                 for (size_t i = 0; i < n; i++) yyc_memcache_remove(c, ks.ptr[i], ks.len[i]);
                 t0 = now();
-                for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+                for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
                 record(&s[1], rep, (long)n, now() - t0);
             }
             if (want[2]) {
@@ -335,7 +340,6 @@ static void bench_memory(const char *group, bool str) {
         yyc_memcache_free(c);
         for (int w = 0; w < 5; w++)
             if (want[w]) emit(group, systems[si].id, systems[si].name, &s[w]);
-        free(mv.values);
     }
     free(rnd); free(mix);
     keyset_free(&ks);
@@ -358,7 +362,7 @@ static void *mixed_thread(void *p) {
     for (size_t i = 0; i < a->count; i++) {
         uint32_t op = a->ops[i], k = op & 0x7fffffffu;
         if (op & 0x80000000u) {
-            yyc_memcache_set(a->c, a->ks->ptr[k], a->ks->len[k], memval(a->mv, k), 0);
+            memput(a->c, a->ks, k, a->mv);
         } else {
             void *v;
             if (yyc_memcache_get(a->c, a->ks->ptr[k], a->ks->len[k], &v) == YYC_OK) memget_consume(a->mv, v);
@@ -386,16 +390,12 @@ static void bench_mixed(const char *group) {
             emit_na(group, systems[si].id, systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {systems[si].owned, NULL};
-        if (mv.owned) {
-            mv.values = xmalloc(n * sizeof *mv.values);
-            for (size_t i = 0; i < n; i++) { atomic_init(&mv.values[i].rc, 1); mv.values[i].v = (uint32_t)i; }
-        }
+        memvals mv = {systems[si].owned};
         series s[2] = {{.workload = "mixed_1t"}, {.workload = wl_n}};
         int counts[2] = {1, nt};
         /* one cache per system, filled once: the mixed runs replace existing keys only */
         yyc_memcache *c = memcache_make(&mv);
-        for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+        for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
         for (int w = 0; w < (nt > 1 ? 2 : 1); w++) {
             for (int rep = 0; rep < opt.warmup + opt.reps; rep++) {
                 int k = counts[w];
@@ -417,7 +417,6 @@ static void bench_mixed(const char *group) {
             emit(group, systems[si].id, systems[si].name, &s[w]);
         }
         yyc_memcache_free(c);
-        free(mv.values);
     }
     for (int t = 0; t < nt; t++) free(ops[t]);
     free(ops);
@@ -714,16 +713,12 @@ static void bench_footprint(void) {
     size_t n = (size_t)opt.keys;
     keyset ks;
     keyset_make(&ks, n, str);
-    memvals mv = {owned, NULL};
-    if (owned) {
-        mv.values = xmalloc(n * sizeof *mv.values);
-        for (size_t i = 0; i < n; i++) { atomic_init(&mv.values[i].rc, 1); mv.values[i].v = (uint32_t)i; }
-    }
+    memvals mv = {owned};
     double key_bytes = 0;
     for (size_t i = 0; i < n; i++) key_bytes += (double)ks.len[i];
     yyc_memcache *c = memcache_make(&mv);
     long before = rss_bytes();
-    for (size_t i = 0; i < n; i++) yyc_memcache_set(c, ks.ptr[i], ks.len[i], memval(&mv, i), 0);
+    for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
     long after = rss_bytes();
     double per = (double)(after - before) / (double)n;
     printf("{\"group\":\"footprint\",\"id\":\"%s\",\"system\":\"%s\",\"lang\":\"c\",\"keytype\":\"%s\","
@@ -732,7 +727,6 @@ static void bench_footprint(void) {
            id, name, opt.keytype, n, after - before, per, key_bytes / (double)n);
     fflush(stdout);
     yyc_memcache_free(c);
-    free(mv.values);
     keyset_free(&ks);
 }
 
