@@ -111,7 +111,26 @@ consume() {
     echo "consumer: $kind library, pkg-config ${static_flag:+$static_flag }yycache ($version): ok"
 }
 
+# The README's app.c, against the shared install: the first ```c block after "## Use from C" in
+# README.md must build with the README's pkg-config line and print "hello".
+readme_example() {
+    local prefix="$work/moved-shared" pcdir out
+    pcdir="$(dirname "$(find "$prefix" -name yycache.pc -print -quit)")"
+    awk '/^## Use from C/ {sec = 1} sec && /^```c$/ {on = 1; next} on && /^```$/ {exit}
+         on {print}' "$src/README.md" \
+        | sed "s|/tmp/app-cache|$work/app-cache|" >"$work/app.c"
+    [ -s "$work/app.c" ] || fail "README.md has no \`\`\`c example"
+    # shellcheck disable=SC2046 # pkg-config output is meant to split
+    run "$work/readme-build.log" "$CC" -std=c99 -Wall -Wextra -pedantic -Werror "$work/app.c" \
+        $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs yycache) \
+        -Wl,-rpath,"$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir yycache)" -o "$work/app"
+    out="$("$work/app")" || fail "the README example failed"
+    [ "$out" = hello ] || fail "the README example printed '$out', not 'hello'"
+    echo "consumer: README.md's app.c builds with pkg-config and runs: ok"
+}
+
 consume "$1" shared
+readme_example
 if [ $# -ge 2 ]; then
     consume "$2" static
 fi
