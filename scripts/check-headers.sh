@@ -19,18 +19,29 @@ command -v "$CXX" >/dev/null || { echo "headers: FAIL: no C++ compiler ($CXX)" >
 work="$(mktemp -d "${TMPDIR:-/tmp}/yycache-headers.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
+# Also with clang when it is not already the compiler under test (the Swift toolchain has one):
+# the two compilers warn about different things.
+ccs=("$CC") cxxs=("$CXX")
+if command -v clang >/dev/null && [ "$(basename "$CC")" != clang ]; then ccs+=(clang); fi
+if command -v clang++ >/dev/null && [ "$(basename "$CXX")" != clang++ ]; then cxxs+=(clang++); fi
+
 checked=0
 for header in yycache.h $(cd "$src/include/yycache" && ls *.h | grep -vx yycache.h); do
     printf '#include <yycache/%s>\nint yyc_header_check_dummy;\n' "$header" >"$work/check.c"
-    "$CC" -std=c99 -Wall -Wextra -pedantic -Werror -Wstrict-prototypes -fsyntax-only \
-        -I"$src/include" "$work/check.c" \
-        || { echo "headers: FAIL: yycache/$header is not standalone C99 ($CC)" >&2; exit 1; }
-    "$CXX" -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only \
-        -I"$src/include" "$work/check.c" \
-        || { echo "headers: FAIL: yycache/$header is not valid C++11 ($CXX)" >&2; exit 1; }
+    for cc in "${ccs[@]}"; do
+        "$cc" -std=c99 -Wall -Wextra -pedantic -Werror -Wstrict-prototypes -fsyntax-only \
+            -I"$src/include" "$work/check.c" \
+            || { echo "headers: FAIL: yycache/$header is not standalone C99 ($cc)" >&2; exit 1; }
+    done
+    for cxx in "${cxxs[@]}"; do
+        "$cxx" -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -fsyntax-only \
+            -I"$src/include" "$work/check.c" \
+            || { echo "headers: FAIL: yycache/$header is not valid C++11 ($cxx)" >&2; exit 1; }
+    done
     checked=$((checked + 1))
 done
-echo "headers: $checked public headers compile alone as C99 ($CC) and C++11 ($CXX) with -Werror"
+echo "headers: $checked public headers compile alone as C99 (${ccs[*]}) and C++11 (${cxxs[*]})" \
+    "with -Wall -Wextra -pedantic -Werror"
 
 if [ $# -ge 1 ]; then
     cat >"$work/link.cpp" <<'CPP'
