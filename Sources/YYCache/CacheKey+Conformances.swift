@@ -6,8 +6,9 @@ import Foundation
 extension String: CacheKey {
     /// Calls `body` with the string's UTF-8 bytes.
     ///
-    /// Native Swift strings are read in place; bridged or non-contiguous strings are copied into
-    /// contiguous storage first (on a local copy: the receiver is not changed).
+    /// Native Swift strings (small ones included) are read in place, without copying or
+    /// retaining the string; bridged or non-contiguous strings are copied into contiguous
+    /// storage first (on a local copy: the receiver is not changed).
     ///
     /// - Parameters:
     ///   - body: A closure that receives the UTF-8 bytes (no NUL terminator).
@@ -16,6 +17,10 @@ extension String: CacheKey {
     /// - Complexity: O(1) for native strings, O(*n*) otherwise.
     @inlinable
     public func withCacheKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        // The fast path: no copy of the string (so no retain/release of its storage).
+        if let result = try utf8.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {
+            return result
+        }
         var copy = self
         return try copy.withUTF8 { try body(UnsafeRawBufferPointer($0)) }
     }

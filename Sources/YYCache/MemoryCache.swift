@@ -41,6 +41,12 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The C callbacks' context; it must outlive `handle`.
     let events: MemoryCacheEvents<Key, Value>
 
+    /// Whether values are class instances stored in the C core as they are, without a box
+    /// (see ``MemoryCacheBox``): the C core's retain/release callbacks then own the objects
+    /// themselves, which saves an allocation per set and a retain/release pair per get.
+    @usableFromInline
+    let storesObjectsDirectly = MemoryCacheBox<Value>.canStoreDirectly
+
     let state: Protected<State>
 
     /// Creates an empty cache with YYMemoryCache's defaults: no count, cost or age limit, an
@@ -126,7 +132,10 @@ public final class MemoryCache<Key: CacheKey, Value> {
         var out: UnsafeMutableRawPointer?
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
-        // The C core retained the box under its lock and transferred that reference to us.
+        // The C core retained the object under its lock and transferred that reference to us.
+        if storesObjectsDirectly {
+            return unsafeBitCast(Unmanaged<AnyObject>.fromOpaque(out).takeRetainedValue(), to: Value.self)
+        }
         return Unmanaged<MemoryCacheBox<Value>>.fromOpaque(out).takeRetainedValue().value
     }
 
@@ -150,10 +159,20 @@ public final class MemoryCache<Key: CacheKey, Value> {
             removeValue(forKey: key)
             return
         }
-        let box = MemoryCacheBox(value)
         let cCost = cost > 0 ? cost : 0
         // The C core takes its own reference (retain callback) before set returns; ours ends
         // after the call. ENOMEM is the only failure and leaves the cache unchanged.
+        if storesObjectsDirectly {
+            let object = unsafeBitCast(value, to: AnyObject.self)
+            withExtendedLifetime(object) {
+                let pointer = Unmanaged.passUnretained(object).toOpaque()
+                _ = key.withCacheKeyBytes {
+                    yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
+                }
+            }
+            return
+        }
+        let box = MemoryCacheBox(value)
         withExtendedLifetime(box) {
             let pointer = Unmanaged.passUnretained(box).toOpaque()
             _ = key.withCacheKeyBytes {

@@ -23,6 +23,48 @@ import Testing
         #expect(observed2 == 250)
     }
 
+    @Test func boxedValuesAreReleasedExactlyOnceToo() {
+        // A struct is boxed; a class instance is stored directly: both paths must balance.
+        struct Wrapper { let tracked: Tracked }
+        #expect(!MemoryCacheBox<Wrapper>.canStoreDirectly)
+        let tracker = LifetimeTracker()
+        let cache = MemoryCache<Int, Wrapper>()
+        for i in 0..<100 { cache.setValue(Wrapper(tracked: tracker.make(i)), forKey: i, cost: 1) }
+        for i in 0..<20 { cache.setValue(Wrapper(tracked: tracker.make(i)), forKey: i, cost: 1) }
+        #expect(cache.value(forKey: 3)?.tracked.id == 3)
+        cache.trim(toCount: 50)
+        cache.removeValue(forKey: 99)
+        #expect(eventually { tracker.liveCount == 49 })
+        cache.removeAllValues()
+        #expect(eventually { tracker.liveCount == 0 })
+    }
+
+    @Test func classInstancesAreStoredWithoutABox() {
+        protocol Marker: AnyObject {}
+        final class Object: Marker {}
+        #expect(MemoryCacheBox<Tracked>.canStoreDirectly)
+        #expect(MemoryCacheBox<NSString>.canStoreDirectly)
+        #expect(!MemoryCacheBox<Int>.canStoreDirectly)
+        #expect(!MemoryCacheBox<String>.canStoreDirectly)
+        #expect(!MemoryCacheBox<Tracked?>.canStoreDirectly)
+        #expect(!MemoryCacheBox<any Marker>.canStoreDirectly)  // object + witness table
+
+        // Whatever the path, existentials and optionals of classes round-trip.
+        let object = Object()
+        let anyObjects = MemoryCache<String, AnyObject>()
+        anyObjects["k"] = object
+        #expect(anyObjects["k"] === object)
+        let markers = MemoryCache<String, any Marker>()
+        markers["k"] = object
+        #expect(markers["k"] === object)
+        let optionals = MemoryCache<String, Object?>()
+        optionals.setValue(.some(object), forKey: "k")
+        #expect(optionals["k"]! === object)
+        let strings = MemoryCache<String, NSString>()
+        strings["k"] = NSString(string: "text")
+        #expect(strings["k"] == NSString(string: "text"))
+    }
+
     @Test func freeingTheCacheReleasesEveryValueBeforeDeinitReturns() {
         let tracker = LifetimeTracker()
         do {
