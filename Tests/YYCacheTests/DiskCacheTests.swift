@@ -52,6 +52,19 @@ import Testing
         #expect(error?.code == .invalidArgument)
     }
 
+    @Test func openingAFileAsACacheFolderThrowsWithDetails() throws {
+        let folder = TemporaryFolder()
+        let file = folder.appending("plain-file")
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        for path in [file, file + "/below"] {
+            let error = #expect(throws: CacheError.self) { try DiskCache(path: path) }
+            #expect(error.map { !$0.message.isEmpty } == true)
+            #expect(error.map { $0.code.rawValue > 1 && $0.code.rawValue < 1000 } == true)  // a C error
+            let kvError = #expect(throws: CacheError.self) { try KVStorage(path: path, type: .mixed) }
+            #expect(kvError?.code == error?.code)
+        }
+    }
+
     @Test(arguments: [0, 10, 20480, 20481, 100_000])
     func dataRoundTripsInlineAndInFiles(size: Int) throws {
         let folder = TemporaryFolder()
