@@ -245,6 +245,9 @@ import Testing
         child.standardOutput = FileHandle.nullDevice
         child.standardError = FileHandle.nullDevice
         try child.run()
+        let finished = eventually(timeout: .seconds(60)) { !child.isRunning }
+        if !finished { child.terminate() }
+        #expect(finished)
         child.waitUntilExit()
         #expect(child.terminationStatus == 0)
 
