@@ -90,6 +90,8 @@ struct yyc_kv {
     yyc_kv_type type;
     int root_fd;
     int data_fd;
+    dev_t data_dev; /* identity of the folder data_fd was opened on */
+    ino_t data_ino;
     sqlite3 *db;
     yyc__stmt_cache stmts;
     int busy_timeout_ms;
@@ -127,6 +129,7 @@ static void db_close(yyc_kv *kv);
 static int db_open_or_rebuild(yyc_kv *kv);
 static void reset_files(yyc_kv *kv);
 static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps);
+static int open_data_dir(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 static int delete_row(yyc_kv *kv, const char *key);
 static void delete_file(yyc_kv *kv, const char *filename);
@@ -277,7 +280,16 @@ static int db_open_once(yyc_kv *kv) {
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, kv->busy_timeout_ms);
-    rc = sqlite3_exec(db, SQL_INIT, NULL, NULL, NULL);
+    /* Switching a new database to WAL (or creating the table) while another process does the
+     * same can fail with SQLITE_BUSY at once: SQLite skips the busy handler where waiting could
+     * deadlock. The script is idempotent, so retry it until the busy timeout has passed. */
+    double deadline = yyc__monotonic_now() + kv->busy_timeout_ms / 1000.0;
+    for (unsigned attempt = 0;; attempt++) {
+        rc = sqlite3_exec(db, SQL_INIT, NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) break;
+        if (yyc__monotonic_now() >= deadline) break;
+        usleep(1000u + (attempt < 6 ? 1000u << attempt : 50000u)); /* 2 ms .. 51 ms */
+    }
     if (rc == SQLITE_OK || rc == SQLITE_ERROR) {
         /* A table named manifest without YYKVStorage's columns (the index cannot be created,
          * or a column is missing) is as unusable as garbage. */
@@ -334,7 +346,7 @@ static int db_check(yyc_kv *kv) {
                "manifest was corrupt: deleted and rebuilt empty");
     }
     if (kv->data_fd < 0) {
-        int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+        int err = open_data_dir(kv);
         if (err) return errno_fail(kv, err, "open data folder");
     }
     if (kv->db) return YYC_OK;
@@ -418,12 +430,34 @@ static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps) {
     if (yyc__worker_async(kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);
 }
 
-/* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
- * trash/<UUID>, recreate data/ and empty the trash in the background. Errors are ignored. */
-static void reset_files(yyc_kv *kv) {
-    unlinkat(kv->root_fd, MANIFEST_NAME, 0);
-    unlinkat(kv->root_fd, MANIFEST_NAME "-wal", 0);
-    unlinkat(kv->root_fd, MANIFEST_NAME "-shm", 0);
+/* (Re)opens data/ and remembers its identity. */
+static int open_data_dir(yyc_kv *kv) {
+    if (kv->data_fd >= 0) close(kv->data_fd);
+    kv->data_fd = -1;
+    int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+    if (err) return err;
+    struct stat st;
+    if (fstat(kv->data_fd, &st) == 0) {
+        kv->data_dev = st.st_dev;
+        kv->data_ino = st.st_ino;
+    }
+    return 0;
+}
+
+/* The descriptor of the current data/ folder, reopened when data/ was replaced since (by
+ * another process's remove-all, or by anything else: a file or a link in its place), so a
+ * value is never written into a folder that went to the trash. -1 if it cannot be opened. */
+static int data_dir(yyc_kv *kv) {
+    struct stat st;
+    if (kv->data_fd >= 0 && fstatat(kv->root_fd, DATA_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISDIR(st.st_mode) && st.st_dev == kv->data_dev && st.st_ino == kv->data_ino)
+        return kv->data_fd;
+    open_data_dir(kv);
+    return kv->data_fd;
+}
+
+/* Moves data/ to trash/<UUID> and recreates it; if the move fails, empties data/ in place. */
+static void move_data_to_trash(yyc_kv *kv) {
     int tfd = -1;
     bool moved = false;
     if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) == 0) {
@@ -432,12 +466,17 @@ static void reset_files(yyc_kv *kv) {
         moved = renameat(kv->root_fd, DATA_DIR, tfd, uuid) == 0;
         close(tfd);
     }
-    if (kv->data_fd >= 0) {
-        if (!moved) yyc__fs_empty_dir(kv->data_fd);
-        close(kv->data_fd);
-        kv->data_fd = -1;
-    }
-    yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+    if (!moved && kv->data_fd >= 0) yyc__fs_empty_dir(kv->data_fd);
+    open_data_dir(kv);
+}
+
+/* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
+ * trash/<UUID>, recreate data/ and empty the trash in the background. Errors are ignored. */
+static void reset_files(yyc_kv *kv) {
+    unlinkat(kv->root_fd, MANIFEST_NAME, 0);
+    unlinkat(kv->root_fd, MANIFEST_NAME "-wal", 0);
+    unlinkat(kv->root_fd, MANIFEST_NAME "-shm", 0);
+    move_data_to_trash(kv);
     schedule_trash_empty(kv, false);
 }
 
@@ -481,7 +520,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
         goto fail;
     }
     int tfd = -1;
-    err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
+    err = open_data_dir(kv);
     if (!err) err = yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd);
     if (tfd >= 0) close(tfd);
     if (err) {
@@ -551,6 +590,8 @@ void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_second
 
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n) { kv->fail_opens = n; }
 
+void yyc__kv_close_connection(yyc_kv *kv) { db_close(kv); }
+
 void yyc__kv_checkpoint(yyc_kv *kv) {
     if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
@@ -591,8 +632,9 @@ static const char *column_filename(sqlite3_stmt *s, int col) {
 }
 
 static void delete_file(yyc_kv *kv, const char *filename) {
-    if (filename && yyc_kv_filename_is_valid(filename) && kv->data_fd >= 0)
-        unlinkat(kv->data_fd, filename, 0);
+    if (!filename || !yyc_kv_filename_is_valid(filename)) return;
+    int dfd = data_dir(kv);
+    if (dfd >= 0) unlinkat(dfd, filename, 0);
 }
 
 static int delete_row(yyc_kv *kv, const char *key) {
@@ -642,7 +684,9 @@ static int open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *
     *drop_file = false;
     if (!filename) return YYC_NOTFOUND;
     uint64_t fsize;
-    int err = yyc__fs_open_read(kv->data_fd, filename, fd, &fsize);
+    int dfd = data_dir(kv);
+    if (dfd < 0) return YYC_NOTFOUND;
+    int err = yyc__fs_open_read(dfd, filename, fd, &fsize);
     if (err == ENOENT) return YYC_NOTFOUND;
     if (err) return errno_fail(kv, err, "open data file");
     if (size < 0 || fsize != (uint64_t)size || fsize > SIZE_MAX) {
@@ -810,7 +854,8 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     rc = lookup_filename(kv, key, &old_name);
     if (rc != YYC_OK) return rc;
     if (to_file) {
-        int err = yyc__fs_write_atomic(kv->data_fd, filename, value, value_len);
+        int dfd = data_dir(kv);
+        int err = dfd < 0 ? EIO : yyc__fs_write_atomic(dfd, filename, value, value_len);
         if (err) {
             free(old_name);
             return errno_fail(kv, err, "write data file");
@@ -837,11 +882,49 @@ int yyc_kv_remove(yyc_kv *kv, const char *key) {
     char *name = NULL;
     int rc = lookup_filename(kv, key, &name);
     if (rc != YYC_OK) return rc;
-    if (name) {
-        delete_file(kv, name);
-        free(name);
+    /* The row goes first, then its file: a crash in between leaves an unreferenced file,
+     * never a row naming a missing file (YYKVStorage deleted in the other order). */
+    rc = delete_row(kv, key);
+    if (rc == YYC_OK) delete_file(kv, name);
+    free(name);
+    return rc;
+}
+
+/* File names collected from a query, deleted once their rows are gone. */
+typedef struct name_list {
+    char **names;
+    size_t count, cap;
+    bool oom;
+} name_list;
+
+static void names_push(name_list *l, const char *name) {
+    if (!name) return;
+    if (l->count == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        char **p = realloc(l->names, cap * sizeof *p);
+        if (!p) {
+            l->oom = true;
+            return;
+        }
+        l->names = p;
+        l->cap = cap;
     }
-    return delete_row(kv, key);
+    char *copy = strdup(name);
+    if (!copy) {
+        l->oom = true;
+        return;
+    }
+    l->names[l->count++] = copy;
+}
+
+/* Deletes the listed files when delete_them, and frees the list. */
+static void names_finish(yyc_kv *kv, name_list *l, bool delete_them) {
+    for (size_t i = 0; i < l->count; i++) {
+        if (delete_them) delete_file(kv, l->names[i]);
+        free(l->names[i]);
+    }
+    free(l->names);
+    *l = (name_list){0};
 }
 
 /* "<head>?,?,...,?<tail>" with n placeholders, or NULL. */
@@ -903,16 +986,23 @@ static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
     int rc = prepare_in(kv, "select filename from manifest where key in (", ") and filename is not null;",
                         keys, n, 1, &s, &adhoc);
     if (rc != YYC_OK) return rc;
+    name_list files = {0};
     int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) delete_file(kv, column_filename(s, 0));
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(&files, column_filename(s, 0));
     release_in(s, adhoc);
-    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "list files");
+    if (src != SQLITE_DONE || files.oom) {
+        names_finish(kv, &files, false);
+        return src != SQLITE_DONE ? sqlite_fail(kv, src, "list files")
+                                  : report(kv, true, YYC_ENOMEM, 0, ENOMEM, "list files");
+    }
     rc = prepare_in(kv, "delete from manifest where key in (", ");", keys, n, 1, &s, &adhoc);
-    if (rc != YYC_OK) return rc;
-    src = sqlite3_step(s);
-    release_in(s, adhoc);
-    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "delete rows");
-    return YYC_OK;
+    if (rc == YYC_OK) {
+        src = sqlite3_step(s);
+        release_in(s, adhoc);
+        if (src != SQLITE_DONE) rc = sqlite_fail(kv, src, "delete rows");
+    }
+    names_finish(kv, &files, rc == YYC_OK); /* rows first, then files */
+    return rc;
 }
 
 int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
@@ -934,14 +1024,21 @@ static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql,
     int rc = prepare(kv, files_sql, &s);
     if (rc != YYC_OK) return rc;
     sqlite3_bind_int64(s, 1, arg);
+    name_list files = {0};
     int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) delete_file(kv, column_filename(s, 0));
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(&files, column_filename(s, 0));
     yyc__stmt_done(s);
-    if (src != SQLITE_DONE) return sqlite_fail(kv, src, "list files");
+    if (src != SQLITE_DONE || files.oom) {
+        names_finish(kv, &files, false);
+        return src != SQLITE_DONE ? sqlite_fail(kv, src, "list files")
+                                  : report(kv, true, YYC_ENOMEM, 0, ENOMEM, "list files");
+    }
     rc = prepare(kv, rows_sql, &s);
-    if (rc != YYC_OK) return rc;
-    sqlite3_bind_int64(s, 1, arg);
-    rc = step_done(kv, s, "delete rows");
+    if (rc == YYC_OK) {
+        sqlite3_bind_int64(s, 1, arg);
+        rc = step_done(kv, s, "delete rows");
+    }
+    names_finish(kv, &files, rc == YYC_OK); /* rows first, then files */
     if (rc == YYC_OK) yyc__kv_checkpoint(kv);
     return rc;
 }
@@ -1010,8 +1107,9 @@ static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
 }
 
 static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
-    delete_file(kv, r->filename);
-    return delete_row(kv, r->key);
+    int rc = delete_row(kv, r->key); /* row first, then its file */
+    if (rc == YYC_OK) delete_file(kv, r->filename);
+    return rc;
 }
 
 static int remove_to_fit(yyc_kv *kv, int64_t max, bool by_size) {
@@ -1070,8 +1168,44 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
 
 /* --- remove all --- */
 
+/* Runs one fixed statement to completion (cached). */
+static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
+    sqlite3_stmt *s;
+    int rc = prepare(kv, sql, &s);
+    if (rc != YYC_OK) return rc;
+    return step_done(kv, s, what);
+}
+
+/* The fast remove-all on a healthy manifest: in one write transaction, data/ goes to the trash
+ * and every row is deleted (SQLite's truncate optimization), then the file is vacuumed.
+ * Unlike YYKVStorage, which deleted and recreated the manifest files, this is safe while other
+ * processes have the same folder open: their connections stay valid (YYCache #96). */
+static int clear_in_place(yyc_kv *kv) {
+    int rc = exec_cached(kv, "begin immediate;", "begin remove-all");
+    if (rc != YYC_OK) return rc;
+    move_data_to_trash(kv);
+    rc = exec_cached(kv, "delete from manifest;", "remove all rows");
+    if (rc == YYC_OK) rc = exec_cached(kv, "commit;", "commit remove-all");
+    if (rc != YYC_OK) {
+        if (kv->db && !sqlite3_get_autocommit(kv->db))
+            sqlite3_exec(kv->db, "rollback;", NULL, NULL, NULL);
+        return rc;
+    }
+    schedule_trash_empty(kv, false);
+    /* Give the space back (best effort: another process reading may postpone it). */
+    sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    return YYC_OK;
+}
+
 int yyc_kv_remove_all(yyc_kv *kv) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (!kv->rebuild_pending && kv->db) {
+        int rc = clear_in_place(kv);
+        /* Busy: another process holds the write lock; everything is kept. */
+        if (rc == YYC_OK || rc == YYC_EBUSY) return rc;
+        /* Anything else (a damaged manifest, a full disk...): recreate the files. */
+    }
     db_close(kv);
     reset_files(kv);
     kv->rebuild_pending = false;
@@ -1133,9 +1267,9 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     if (want_value && src == SQLITE_ROW) {
         if (rc == YYC_NOTFOUND) {
             /* The row outlived its file: drop it and report a miss. */
-            delete_file(kv, drop_name);
             int drc = delete_row(kv, key);
             if (drc != YYC_OK) rc = drc;
+            else delete_file(kv, drop_name);
         } else if (rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
             /* (Already touched this second: writing the same time again is skipped.) */
             int trc = touch(kv, key);
@@ -1202,9 +1336,9 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
     }
     yyc__stmt_done(s);
     if (src == SQLITE_ROW && rc == YYC_NOTFOUND) {
-        delete_file(kv, drop_name);
         int drc = delete_row(kv, key);
         if (drc != YYC_OK) rc = drc;
+        else delete_file(kv, drop_name);
     }
     free(drop_name);
     if (rc != YYC_OK) {
@@ -1328,9 +1462,9 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     }
     for (size_t i = 0; i < gone.count; i++) {
         if (rc == YYC_OK) {
-            delete_file(kv, gone.rows[i].filename);
             int drc = delete_row(kv, gone.rows[i].key);
             if (drc != YYC_OK) rc = drc;
+            else delete_file(kv, gone.rows[i].filename);
         }
         free(gone.rows[i].key);
         free(gone.rows[i].filename);

@@ -1049,7 +1049,8 @@ static void kv_lazy_reopen_follows_yykvstorage_retry_limits(void **state) {
     save_str(kv, "a", "A", NULL);
     /* Real limits: after a failed reopen, calls within 2 s fail at once. */
     yyc__kv_fail_next_opens(kv, 1);
-    assert_int_equal(yyc_kv_remove_all(kv), YYC_EIO);
+    yyc__kv_close_connection(kv);
+    assert_int_equal(yyc_kv_save(kv, "b", "B", 1, NULL, NULL, 0), YYC_EIO); /* failure 1 */
     assert_false(yyc__kv_is_open(kv));
     double t0 = test_now();
     assert_int_equal(yyc_kv_save(kv, "b", "B", 1, NULL, NULL, 0), YYC_ECLOSED);
@@ -1062,7 +1063,8 @@ static void kv_lazy_reopen_follows_yykvstorage_retry_limits(void **state) {
     check_value(kv, "b", "B");
 
     yyc__kv_fail_next_opens(kv, 100);
-    assert_int_equal(yyc_kv_remove_all(kv), YYC_EIO); /* failure 1 */
+    yyc__kv_close_connection(kv);
+    assert_int_equal(yyc_kv_count(kv, &(int64_t){0}), YYC_EIO); /* failure 1 */
     for (int i = 2; i <= 8; i++) {
         assert_int_equal(yyc_kv_count(kv, &(int64_t){0}), YYC_ECLOSED); /* too soon */
         usleep(60000);
@@ -1304,6 +1306,74 @@ static void kv_a_manifest_that_cannot_grow_gives_no_space_and_keeps_the_old_valu
     free(dir);
 }
 
+static void kv_remove_all_keeps_other_connections_on_the_folder_working(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-sharedclear");
+    /* Two storages on one folder stand for two processes. */
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    save_str(a, "before-inline", "1", NULL);
+    save_str(a, "before-file", "2", "f-before");
+    assert_int_equal(yyc_kv_remove_all(b), YYC_OK);
+    /* a's connection and data folder follow: its next writes land in the live manifest and
+     * the new data/ (YYKVStorage unlinked the files under it: YYCache #96). */
+    save_str(a, "after-inline", "3", NULL);
+    save_str(a, "after-file", "4", "f-after");
+    check_value(b, "after-inline", "3");
+    check_value(b, "after-file", "4");
+    assert_int_equal(yyc_kv_exists(b, "before-inline"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_exists(a, "before-file"), YYC_NOTFOUND);
+    assert_true(tk_exists(dir, "data/f-after"));
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_remove_all_gives_the_manifest_space_back(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-vacuum");
+    yyc_kv *kv = open_kv(dir, YYC_KV_SQLITE);
+    char value[4000];
+    memset(value, 'x', sizeof value);
+    char key[16];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(yyc_kv_save(kv, key, value, sizeof value, NULL, NULL, 0), YYC_OK);
+    }
+    yyc__kv_checkpoint(kv);
+    assert_true(tk_file_size(dir, "manifest.sqlite") > 4000000);
+    assert_int_equal(yyc_kv_remove_all(kv), YYC_OK);
+    assert_true(tk_file_size(dir, "manifest.sqlite") < 100000);
+    assert_true(tk_file_size(dir, "manifest.sqlite-wal") < 100000);
+    assert_int_equal(kv_count(kv), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_data_folder_replaced_while_open_is_recreated(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-datareplaced");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "k", "value", "fk");
+    char p[4096];
+    test_rm_rf(tk_join(p, sizeof p, dir, "data"));
+    tk_write_file(p, "not a folder", 12);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "k", &v, &len), YYC_NOTFOUND); /* its file is gone */
+    save_str(kv, "k2", "value 2", "fk2");
+    check_value(kv, "k2", "value 2");
+    struct stat st;
+    assert_int_equal(lstat(p, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1322,6 +1392,9 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion),
         cmocka_unit_test(kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later),
         cmocka_unit_test(kv_open_empties_a_leftover_trash),
+        cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
+        cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
+        cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
         cmocka_unit_test(kv_batch_get_and_remove_with_more_keys_than_sqlite_variable_limit),
         cmocka_unit_test(kv_totals_above_2_gib_do_not_wrap),
