@@ -1,18 +1,20 @@
 # Makefile - the README's two commands, and the steps they are made of.
 #
 #   make test    install missing Debian packages (as root), build everything, run every test:
-#                Swift build (warnings are errors) and swift test; C library and C tests under
-#                ctest plain, under ASan+UBSan and under TSan; header hygiene; exported symbols;
-#                version; the installed package used by a CMake and a pkg-config consumer; the
-#                benchmark smoke run. Runs every step, prints a summary, fails if any step failed.
+#                C library and C tests under ctest plain, under ASan+UBSan and under TSan; header
+#                hygiene; exported symbols; version; the installed package used by a CMake and a
+#                pkg-config consumer; Swift build (warnings are errors), swift test plain and
+#                under TSan; the benchmark smoke run. Runs every step, prints a summary, fails if
+#                any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #
-# Steps can be run alone: make deps | swift-build | swift-test | c-test | asan | tsan | headers |
-# symbols | version-check | consumer | bench-smoke. Other targets: format, clean, help.
+# Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
+# asan | tsan | swift-build | swift-test | swift-tsan | bench-smoke. Others: help (lists them).
 #
 # C builds use CMakePresets.json (build/<preset>/): dev (Debug, -Werror), asan, tsan, static,
-# release. The sanitizers use gcc: the Swift toolchain's clang TSan runtime needs libdispatch.
+# release, ci. They use gcc (CC): a C program linked with the Swift toolchain's clang TSan runtime
+# needs libdispatch.
 
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -24,7 +26,9 @@ JOBS ?= 2
 CMAKE ?= cmake
 CTEST ?= ctest
 SWIFT ?= swift
-# SwiftPM's scratch directory (default .build); e.g. SWIFT_SCRATCH=.build-ci to keep builds apart.
+# SwiftPM's scratch directory: .build, a folder inside it, or one outside the checkout. Not
+# another folder of the checkout: the C target's path is the package root, and SwiftPM 6.3 then
+# fails every incremental build with "unknown build description".
 SWIFT_SCRATCH ?= .build
 # C and C++ compilers for CMake and the check scripts (not exported: SwiftPM reads CC too and
 # must keep its own clang).
@@ -72,9 +76,9 @@ APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
 TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan swift-build swift-test \
-              bench-smoke
+              swift-tsan bench-smoke
 
-.PHONY: help test bench deps swift-build swift-test c-build ci-build c-test asan tsan static \
+.PHONY: help test bench deps swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
         headers symbols version-check consumer bench-smoke release format clean \
         need-swift
 
@@ -156,6 +160,17 @@ swift-test: swift-build
 	@echo "$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS)"; \
 	$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
 	  | tee $(BUILD_DIR)/swift-test.log | { grep -v '^◇ .* started\.$$' || true; }
+
+# The Swift tests again under ThreadSanitizer (clang's, from the Swift toolchain; its own scratch
+# folder inside SWIFT_SCRATCH, so the debug build is not redone each time).
+SWIFT_TSAN_FLAGS ?= --scratch-path $(SWIFT_SCRATCH)/tsan --sanitize=thread
+swift-tsan: deps need-swift
+	@mkdir -p $(BUILD_DIR)
+	@echo "$(SWIFT) build $(SWIFT_TSAN_FLAGS) --build-tests --quiet"; \
+	$(SWIFT) build $(SWIFT_TSAN_FLAGS) --build-tests --quiet; \
+	echo "$(SWIFT) test $(SWIFT_TSAN_FLAGS) --skip-build $(SWIFT_TEST_FLAGS)"; \
+	$(SWIFT) test $(SWIFT_TSAN_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
+	  | tee $(BUILD_DIR)/swift-tsan.log | { grep -v '^◇ .* started\.$$' || true; }
 
 # --- C (CMake presets) --------------------------------------------------------------------------
 
