@@ -53,7 +53,8 @@ int main() {
 CPP
     "$CXX" -std=c++11 -Wall -Wextra -pedantic -Werror -I"$src/include" "$work/link.cpp" \
         -L"$1" -Wl,-rpath,"$(cd "$1" && pwd)" -lyycache -o "$work/link" \
-        || { echo "headers: FAIL: a C++ program does not link against libyycache (extern \"C\")" >&2; exit 1; }
+        || { echo "headers: FAIL: a C++ program does not link to libyycache (extern \"C\"?)" >&2
+             exit 1; }
     "$work/link" || { echo "headers: FAIL: the C++ link check program failed" >&2; exit 1; }
     echo "headers: a C++ program links and runs against $1/libyycache.so (extern \"C\" guards)"
 fi

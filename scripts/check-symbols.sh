@@ -39,7 +39,8 @@ fi
 
 if [ $# -ge 2 ]; then
     a="$2"
-    bad="$("$NM" --defined-only --extern-only "$a" | awk 'NF >= 3 {print $3}' | grep -v '^yyc_' || true)"
+    bad="$("$NM" --defined-only --extern-only "$a" | awk 'NF >= 3 {print $3}' \
+        | grep -v '^yyc_' || true)"
     if [ -n "$bad" ]; then
         echo "symbols: FAIL: $a defines global names without the yyc_ prefix:" >&2
         printf '  %s\n' $bad >&2

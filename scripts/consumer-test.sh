@@ -37,8 +37,9 @@ check_tree() {
     if find "$prefix" -name module.modulemap | grep -q .; then
         fail "$kind: module.modulemap was installed (it is for SwiftPM only)"
     fi
-    diff <(cd "$src/include/yycache" && printf "%s\n" *.h) <(cd "$prefix/include/yycache" && ls) >/dev/null \
-        || fail "$kind: installed headers differ from include/yycache/*.h: $(ls "$prefix/include/yycache")"
+    diff <(cd "$src/include/yycache" && printf "%s\n" *.h) <(cd "$prefix/include/yycache" && ls) \
+        >/dev/null || fail "$kind: installed headers differ from include/yycache/*.h:" \
+        "$(ls "$prefix/include/yycache")"
     local f
     for f in YYCacheConfig.cmake YYCacheConfigVersion.cmake YYCacheTargets.cmake FindLibBSD.cmake \
         FindLibMD.cmake; do
@@ -123,7 +124,8 @@ readme_example() {
     # shellcheck disable=SC2046 # pkg-config output is meant to split
     run "$work/readme-build.log" "$CC" -std=c99 -Wall -Wextra -pedantic -Werror "$work/app.c" \
         $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs yycache) \
-        -Wl,-rpath,"$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir yycache)" -o "$work/app"
+        -Wl,-rpath,"$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir yycache)" \
+        -o "$work/app"
     out="$("$work/app")" || fail "the README example failed"
     [ "$out" = hello ] || fail "the README example printed '$out', not 'hello'"
     echo "consumer: README.md's app.c builds with pkg-config and runs: ok"
