@@ -115,7 +115,8 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The corresponding C function is `yyc_memcache_contains`.
     @inlinable
     public func containsValue(forKey key: Key) -> Bool {
-        key.withCacheKeyBytes { yyc_memcache_contains(handle, $0.baseAddress, $0.count) }
+        let handle = self.handle  // the closure then captures a pointer, not self (no retain)
+        return key.withCacheKeyBytes { yyc_memcache_contains(handle, $0.baseAddress, $0.count) }
     }
 
     /// The value for `key`, or `nil`. A hit makes the entry the most recently used and
@@ -130,6 +131,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     @inlinable
     public func value(forKey key: Key) -> Value? {
         var out: UnsafeMutableRawPointer?
+        let handle = self.handle  // the closure then captures a pointer, not self (no retain)
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
         // The C core retained the object under its lock and transferred that reference to us.
@@ -160,6 +162,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
             return
         }
         let cCost = cost > 0 ? cost : 0
+        let handle = self.handle  // the closures then capture a pointer, not self (no retain)
         // The C core takes its own reference (retain callback) before set returns; ours ends
         // after the call. ENOMEM is the only failure and leaves the cache unchanged.
         if storesObjectsDirectly {
@@ -191,6 +194,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The corresponding C function is `yyc_memcache_remove`.
     @inlinable
     public func removeValue(forKey key: Key) {
+        let handle = self.handle  // the closure then captures a pointer, not self (no retain)
         _ = key.withCacheKeyBytes { yyc_memcache_remove(handle, $0.baseAddress, $0.count) }
     }
 
