@@ -1176,21 +1176,15 @@ static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
     return step_done(kv, s, what);
 }
 
-/* The fast remove-all on a healthy manifest: in one write transaction, data/ goes to the trash
- * and every row is deleted (SQLite's truncate optimization), then the file is vacuumed.
- * Unlike YYKVStorage, which deleted and recreated the manifest files, this is safe while other
- * processes have the same folder open: their connections stay valid (YYCache #96). */
+/* The fast remove-all on a healthy manifest: every row is deleted in one statement (SQLite's
+ * truncate optimization), then data/ goes to the trash and the file is vacuumed. Unlike
+ * YYKVStorage, which deleted and recreated the manifest files, this is safe while other
+ * processes have the same folder open: their connections stay valid (YYCache #96). Rows go
+ * first: a crash before data/ moves leaves unreferenced files, never rows without files. */
 static int clear_in_place(yyc_kv *kv) {
-    int rc = exec_cached(kv, "begin immediate;", "begin remove-all");
+    int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
     if (rc != YYC_OK) return rc;
     move_data_to_trash(kv);
-    rc = exec_cached(kv, "delete from manifest;", "remove all rows");
-    if (rc == YYC_OK) rc = exec_cached(kv, "commit;", "commit remove-all");
-    if (rc != YYC_OK) {
-        if (kv->db && !sqlite3_get_autocommit(kv->db))
-            sqlite3_exec(kv->db, "rollback;", NULL, NULL, NULL);
-        return rc;
-    }
     schedule_trash_empty(kv, false);
     /* Give the space back (best effort: another process reading may postpone it). */
     sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
