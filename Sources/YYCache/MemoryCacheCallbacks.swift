@@ -40,23 +40,6 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     }
 }
 
-/// Forwards the C core's events to a ``MemoryCache``'s handlers.
-final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unchecked Sendable {
-    // @unchecked Sendable: `cache` is written once, in MemoryCache.init, before the hooks are
-    // installed; afterwards it is only read.
-    weak var cache: MemoryCache<Key, Value>?
-
-    override func memoryWarning() {
-        guard let cache else { return }
-        cache.state.withLock { $0.didReceiveMemoryWarning }?(cache)
-    }
-
-    override func enterBackground() {
-        guard let cache else { return }
-        cache.state.withLock { $0.didEnterBackground }?(cache)
-    }
-}
-
 // The retain callback runs under the C cache's mutex: it only increments the box's reference
 // count (it must be cheap and must not call into the cache).
 private func memoryCacheRetainValue(
@@ -90,22 +73,4 @@ private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMuta
 private func memoryCacheEnterBackground(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
     guard let ctx else { return }
     Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().enterBackground()
-}
-
-/// "The main thread" for ``MemoryCache/releasesValuesOnMainThread``: the main thread itself, or
-/// whatever thread is running `DispatchQueue.main` (on Linux, `dispatchMain()` and an async
-/// `main` exit the main thread and drain the main queue on another thread).
-enum MainQueue {
-    // `marked` sets the key on the main queue once (lazy static initializers are thread-safe).
-    private static let key = DispatchSpecificKey<Bool>()
-    private static let marked: Bool = {
-        DispatchQueue.main.setSpecific(key: key, value: true)
-        return true
-    }()
-
-    /// Whether the caller runs on the main thread or on the main queue.
-    static var isCurrent: Bool {
-        guard marked else { return false }
-        return Thread.isMainThread || DispatchQueue.getSpecific(key: key) == true
-    }
 }
