@@ -1,0 +1,386 @@
+/*
+ * test_multiprocess.c - several processes on one cache folder (issue 7).
+ *
+ * Each process is this binary re-executed ("--child worker"): it opens a yyc_diskcache on the
+ * shared folder and runs random set / get / remove / contains / trims on a small key space (so
+ * the processes collide on keys and on the keys' data files) for a few seconds, with values
+ * that check themselves (reliability_support.h). Every call must return YYC_OK or
+ * YYC_NOTFOUND (YYC_EBUSY is a failure: the busy timeout should absorb the contention) and
+ * every value read must be complete and belong to its key. Afterwards a fresh process checks
+ * that the manifest and data/ agree: total_count equals the manifest's rows, every row's file
+ * exists with the row's size, and every row reads back as a valid value.
+ *
+ * A second test runs a remove-all in one process while another keeps the cache open and writes
+ * afterwards: the write it was told succeeded must be visible to a third process. A third
+ * starts workers together on new folders: every one of them must open the cache.
+ *
+ * Cross-process races on a key's data file are a known bug (BUG-MP-FILE-RACE, see
+ * child_verify): the final-state check reports them as warnings unless YYC_RUN_KNOWN_BUGS=1.
+ *
+ * Environment: YYC_MP_SECONDS (default 3) sets how long the workers run.
+ */
+#include "reliability_support.h"
+
+#define MP_KEYS 16
+#define MP_PROCS 3
+
+static void mp_key(unsigned k, char out[16]) { snprintf(out, 16, "mp-%02u", k); }
+
+/* Versions are unique across processes: (process id << 40) | (counter << 1) | large. */
+static uint64_t mp_version(unsigned proc, uint64_t *counter, bool large) {
+    return ((uint64_t)(proc + 1) << 40) | ((++*counter) << 1) | (large ? 1 : 0);
+}
+
+typedef struct mp_stats {
+    long ops, sets, gets, hits, removes, trims, errors, bad_values;
+} mp_stats;
+
+static void mp_error(mp_stats *st, const char *what, int s) {
+    if (st->errors++ < 10)
+        fprintf(stderr, "worker %d: %s returned %s: %s\n", (int)getpid(), what,
+                yyc_status_name(s), rel_last_error());
+}
+
+/* --child worker DIR PROC SECONDS SEED */
+static int child_worker(int argc, char **argv) {
+    if (argc != 5) return 2;
+    const char *dir = argv[1];
+    unsigned proc = (unsigned)atoi(argv[2]);
+    double seconds = atof(argv[3]);
+    uint64_t rng = strtoull(argv[4], NULL, 0);
+    mp_stats st = {0};
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(dir, REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "open: %s", rel_last_error());
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    uint64_t counter = 0;
+    double deadline = test_now() + seconds;
+    while (test_now() < deadline) {
+        unsigned k = (unsigned)rel_rand_range(&rng, 0, MP_KEYS - 1);
+        unsigned r = (unsigned)rel_rand_range(&rng, 0, 999);
+        char key[16];
+        mp_key(k, key);
+        st.ops++;
+        if (r < 400) {
+            void *v = NULL;
+            size_t len = 0;
+            s = yyc_diskcache_get(dc, key, &v, &len);
+            st.gets++;
+            if (s == YYC_OK) {
+                st.hits++;
+                const char *why = NULL;
+                if (!rel_value_check(key, v, len, &why)) {
+                    if (st.bad_values++ < 10)
+                        fprintf(stderr, "worker %u: %s read a bad value (%zu bytes): %s\n",
+                                proc, key, len, why);
+                }
+            } else if (s != YYC_NOTFOUND) {
+                mp_error(&st, "get", s);
+            }
+            yyc_free(v);
+        } else if (r < 450) {
+            void *ext = NULL;
+            size_t ext_len = 0;
+            s = yyc_diskcache_get_extended_data(dc, key, &ext, &ext_len);
+            if (s == YYC_OK) {
+                rel_ext e;
+                if (ext_len != sizeof e || (memcpy(&e, ext, sizeof e), e.key_hash != rel_fnv1a64(key))) {
+                    if (st.bad_values++ < 10)
+                        fprintf(stderr, "worker %u: %s has foreign extended data\n", proc, key);
+                }
+            } else if (s != YYC_NOTFOUND) {
+                mp_error(&st, "get_extended_data", s);
+            }
+            yyc_free(ext);
+        } else if (r < 800) {
+            bool large = r >= 620;
+            uint64_t ver = mp_version(proc, &counter, large);
+            size_t len;
+            unsigned char *v = rel_value_make(key, ver, &len);
+            rel_ext e = rel_ext_make(key, ver);
+            s = yyc_diskcache_set(dc, key, v, len, &e, sizeof e);
+            free(v);
+            st.sets++;
+            if (s != YYC_OK) mp_error(&st, "set", s);
+        } else if (r < 950) {
+            s = yyc_diskcache_remove(dc, key);
+            st.removes++;
+            if (s != YYC_OK) mp_error(&st, "remove", s);
+        } else if (r < 990) {
+            (void)yyc_diskcache_contains(dc, key);
+            yyc_error e;
+            yyc_last_error(&e);
+        } else {
+            s = yyc_diskcache_trim_to_count(dc, (int64_t)rel_rand_range(&rng, 4, MP_KEYS));
+            st.trims++;
+            if (s != YYC_OK) mp_error(&st, "trim_to_count", s);
+        }
+    }
+    yyc_diskcache_release(dc);
+    fprintf(stderr,
+            "worker %u: %ld ops (%ld sets, %ld gets / %ld hits, %ld removes, %ld trims), %ld "
+            "errors, %ld bad values\n",
+            proc, st.ops, st.sets, st.gets, st.hits, st.removes, st.trims, st.errors,
+            st.bad_values);
+    return st.errors || st.bad_values ? 1 : 0;
+}
+
+/* --child verify DIR: the manifest, data/ and the API agree.
+ * Known bug BUG-MP-FILE-RACE (a warning unless YYC_RUN_KNOWN_BUGS=1): writers in different
+ * processes race on a key's data file (data/<md5(key)> is shared by every version of the key,
+ * and the file operations are not inside the manifest's write transaction), so a row can end
+ * up naming a file another process deleted or replaced. */
+static int child_verify(int argc, char **argv) {
+    if (argc != 2) return 2;
+    const char *dir = argv[1];
+    bool failed = false, strict = rel_run_known_bugs();
+    rel_manifest_scan scan = rel_scan_manifest(dir);
+    REL_CHECK(scan.rc == SQLITE_OK, "manifest unreadable: sqlite %d", scan.rc);
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(dir, REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "open: %s", rel_last_error());
+    int64_t count = -1;
+    s = yyc_diskcache_total_count(dc, &count);
+    REL_CHECK(s == YYC_OK, "total_count: %s", rel_last_error());
+    if (count != scan.rows) {
+        fprintf(stderr, "verify: total_count %lld != %lld manifest rows\n", (long long)count,
+                (long long)scan.rows);
+        failed = true;
+    }
+    const char *known = strict ? "" : " [known bug BUG-MP-FILE-RACE, not failing]";
+    if (scan.missing) {
+        fprintf(stderr, "verify: %lld of %lld file rows name a missing data file%s\n",
+                (long long)scan.missing, (long long)scan.file_rows, known);
+        failed |= strict;
+    }
+    if (scan.mismatched) {
+        fprintf(stderr, "verify: %lld rows' data files have another size than the row says "
+                        "(the row's value is lost)%s\n",
+                (long long)scan.mismatched, known);
+        failed |= strict;
+    }
+    if (scan.orphans)
+        fprintf(stderr, "verify: note: %lld files in data/ belong to no row (%lld temporary)\n",
+                (long long)scan.orphans, (long long)scan.temps);
+    int64_t readable = 0;
+    for (unsigned k = 0; k < MP_KEYS; k++) {
+        char key[16];
+        mp_key(k, key);
+        void *v = NULL;
+        size_t len = 0;
+        s = yyc_diskcache_get(dc, key, &v, &len);
+        if (s == YYC_OK) {
+            const char *why = NULL;
+            if (rel_value_check(key, v, len, &why)) readable++;
+            else {
+                fprintf(stderr, "verify: %s reads a bad value: %s\n", key, why);
+                failed = true;
+            }
+        } else if (s != YYC_NOTFOUND) {
+            fprintf(stderr, "verify: get %s: %s\n", key, rel_last_error());
+            failed = true;
+        }
+        yyc_free(v);
+    }
+    /* Rows with a missing or resized file read as misses (and are dropped): expected only
+     * while BUG-MP-FILE-RACE stands. */
+    int64_t broken = strict ? 0 : scan.missing + scan.mismatched;
+    if (readable + broken != scan.rows) {
+        fprintf(stderr, "verify: %lld rows but %lld values read back\n", (long long)scan.rows,
+                (long long)readable);
+        failed = true;
+    }
+    yyc_diskcache_release(dc);
+    return failed ? 1 : 0;
+}
+
+/* --child init DIR: creates the cache (so that the workers do not race to create it: that race
+ * has its own test below). */
+static int child_init(int argc, char **argv) {
+    if (argc != 2) return 2;
+    yyc_diskcache *dc = NULL;
+    REL_CHECK(yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc) == YYC_OK, "open: %s",
+              rel_last_error());
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+static void three_processes_share_one_folder_without_errors_or_torn_values(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("multiproc");
+    const char *init[] = {"init", dir, NULL};
+    assert_int_equal(rel_run(init, 60.0), 0);
+    const char *secs = getenv("YYC_MP_SECONDS");
+    if (!secs || !*secs) secs = "3";
+    pid_t pids[MP_PROCS];
+    for (int i = 0; i < MP_PROCS; i++) {
+        char id[8], seed[32];
+        snprintf(id, sizeof id, "%d", i);
+        snprintf(seed, sizeof seed, "%d", 0x7A11 + i);
+        const char *args[] = {"worker", dir, id, secs, seed, NULL};
+        pids[i] = rel_spawn(args);
+        assert_true(pids[i] > 0);
+    }
+    int failures = 0;
+    for (int i = 0; i < MP_PROCS; i++) {
+        int st = rel_wait(pids[i], atof(secs) + 120.0);
+        if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "worker %d failed (wait status %#x)\n", i, st);
+            failures++;
+        }
+    }
+    const char *verify[] = {"verify", dir, NULL};
+    int rc = rel_run(verify, 60.0);
+    test_rm_rf(dir);
+    free(dir);
+    assert_int_equal(failures, 0);
+    assert_int_equal(rc, 0);
+}
+
+/* --child ra_writer DIR READY_FD GO_FD: opens the cache, writes "before", reports ready, waits
+ * for a byte on GO_FD (another process ran remove-all meanwhile), then writes "after" and reads
+ * it back. */
+static int child_ra_writer(int argc, char **argv) {
+    if (argc != 4) return 2;
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "open: %s", rel_last_error());
+    size_t len;
+    unsigned char *v = rel_value_make("before", 2, &len);
+    s = yyc_diskcache_set(dc, "before", v, len, NULL, 0);
+    free(v);
+    REL_CHECK(s == YYC_OK, "set before: %s", rel_last_error());
+    REL_CHECK(write(atoi(argv[2]), "r", 1) == 1, "ready");
+    char c;
+    REL_CHECK(read(atoi(argv[3]), &c, 1) == 1, "go");
+    v = rel_value_make("after", 4, &len);
+    s = yyc_diskcache_set(dc, "after", v, len, NULL, 0);
+    free(v);
+    REL_CHECK(s == YYC_OK, "set after another process's remove-all: %s", rel_last_error());
+    void *out = NULL;
+    size_t out_len = 0;
+    s = yyc_diskcache_get(dc, "after", &out, &out_len);
+    REL_CHECK(s == YYC_OK, "get after: %s", rel_last_error());
+    yyc_free(out);
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+/* --child ra_remover DIR */
+static int child_ra_remover(int argc, char **argv) {
+    if (argc != 2) return 2;
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "open: %s", rel_last_error());
+    REL_CHECK(yyc_diskcache_contains(dc, "before"), "the other process's write is not visible");
+    s = yyc_diskcache_remove_all(dc);
+    REL_CHECK(s == YYC_OK, "remove_all: %s", rel_last_error());
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+/* --child ra_reader DIR */
+static int child_ra_reader(int argc, char **argv) {
+    if (argc != 2) return 2;
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "open: %s", rel_last_error());
+    REL_CHECK(!yyc_diskcache_contains(dc, "before"), "a removed value came back");
+    void *out = NULL;
+    size_t len = 0;
+    s = yyc_diskcache_get(dc, "after", &out, &len);
+    REL_CHECK(s == YYC_OK, "an acknowledged write made after another process's remove-all is "
+                           "lost: get returned %s", yyc_status_name(s));
+    const char *why = NULL;
+    REL_CHECK(rel_value_check("after", out, len, &why) == 4, "bad value: %s", why ? why : "");
+    yyc_free(out);
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+/* YYKVStorage's remove-all unlinked manifest.sqlite/-wal/-shm and renamed data/ while other
+ * processes kept their connections and data/ descriptors open: they went on writing into
+ * deleted files, their writes acknowledged and lost (YYCache #96; this test failed on the
+ * first disk core, fixed by e6bb795: remove-all clears the manifest in place). */
+static void remove_all_in_one_process_keeps_another_process_writes(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("mp-removeall");
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    fcntl(ready[0], F_SETFD, FD_CLOEXEC);
+    fcntl(go[1], F_SETFD, FD_CLOEXEC);
+    char rfd[16], gfd[16];
+    snprintf(rfd, sizeof rfd, "%d", ready[1]);
+    snprintf(gfd, sizeof gfd, "%d", go[0]);
+    const char *wargs[] = {"ra_writer", dir, rfd, gfd, NULL};
+    pid_t writer = rel_spawn(wargs);
+    assert_true(writer > 0);
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    const char *rargs[] = {"ra_remover", dir, NULL};
+    int rc_remover = rel_run(rargs, 60.0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int st = rel_wait(writer, 60.0);
+    close(ready[0]);
+    close(go[1]);
+    const char *read_args[] = {"ra_reader", dir, NULL};
+    int rc_reader = rel_run(read_args, 60.0);
+    test_rm_rf(dir);
+    free(dir);
+    assert_int_equal(rc_remover, 0);
+    assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    assert_int_equal(rc_reader, 0);
+}
+
+/* Processes starting together on a new cache folder all open it. The first disk core failed
+ * about 2 opens in 75 here with YYC_EBUSY ("initialize manifest: database is locked",
+ * SQLITE_BUSY without the busy handler while another connection switched the new database to
+ * WAL); e6bb795 retries the switch. Probabilistic: 12 rounds of 3 workers (0.3 s each). */
+static void processes_starting_on_a_new_folder_all_open(void **state) {
+    (void)state;
+    int failures = 0;
+    for (int round = 0; round < 12; round++) {
+        char *dir = test_temp_dir("mp-open");
+        pid_t pids[MP_PROCS];
+        for (int i = 0; i < MP_PROCS; i++) {
+            char id[8], seed[32];
+            snprintf(id, sizeof id, "%d", i);
+            snprintf(seed, sizeof seed, "%d", round * 10 + i);
+            const char *args[] = {"worker", dir, id, "0.3", seed, NULL};
+            pids[i] = rel_spawn(args);
+            assert_true(pids[i] > 0);
+        }
+        for (int i = 0; i < MP_PROCS; i++) {
+            int st = rel_wait(pids[i], 60.0);
+            if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) failures++;
+        }
+        test_rm_rf(dir);
+        free(dir);
+    }
+    assert_int_equal(failures, 0);
+}
+
+static const rel_child children[] = {
+    {"init", child_init},
+    {"worker", child_worker},
+    {"verify", child_verify},
+    {"ra_writer", child_ra_writer},
+    {"ra_remover", child_ra_remover},
+    {"ra_reader", child_ra_reader},
+    {NULL, NULL},
+};
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "--child") == 0)
+        return rel_dispatch(children, argc - 2, argv + 2);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(three_processes_share_one_folder_without_errors_or_torn_values),
+        cmocka_unit_test(remove_all_in_one_process_keeps_another_process_writes),
+        cmocka_unit_test(processes_starting_on_a_new_folder_all_open),
+    };
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
