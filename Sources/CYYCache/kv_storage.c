@@ -23,6 +23,7 @@
 
 #include "fs_util.h"
 #include "kv_private.h"
+#include "crc32c.h"
 #include "stmt_cache.h"
 
 #include <errno.h>
@@ -57,17 +58,32 @@
 #define COLS_INFO "key, filename, size, NULL, modification_time, last_access_time, extended_data"
 
 #define SQL_SCHEMA_CHECK "select " COLS_FULL " from manifest limit 0;"
+
+/* Beyond YYKVStorage: a CRC-32C of each value, in a column YYKVStorage neither reads nor writes
+ * (its statements name their columns, so its saves leave it NULL: such rows are not checked).
+ * Added to existing manifests at open; if that fails, the storage works without it. */
+#define CRC_COLUMN "value_crc32c"
+#define SQL_CRC_CHECK "select " CRC_COLUMN " from manifest limit 0;"
+#define SQL_CRC_ADD "alter table manifest add column " CRC_COLUMN " integer;"
+
 #define SQL_UPSERT                                                                            \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
     "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
+#define SQL_UPSERT_CRC                                                                        \
+    "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
+    "last_access_time, extended_data, " CRC_COLUMN ") values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8);"
 #define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
 #define SQL_DELETE "delete from manifest where key = ?1;"
 #define SQL_DELETE_LARGER "delete from manifest where size > ?1;"
 #define SQL_DELETE_EARLIER "delete from manifest where last_access_time < ?1;"
-#define SQL_GET_ITEM "select " COLS_FULL " from manifest where key = ?1;"
+#define SQL_GET_ITEM "select " COLS_FULL ", NULL from manifest where key = ?1;"
+#define SQL_GET_ITEM_CRC "select " COLS_FULL ", " CRC_COLUMN " from manifest where key = ?1;"
 #define SQL_GET_INFO "select " COLS_INFO " from manifest where key = ?1;"
 #define SQL_GET_VALUE                                                                         \
-    "select filename, size, inline_data, last_access_time from manifest where key = ?1;"
+    "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
+#define SQL_GET_VALUE_CRC                                                                     \
+    "select filename, size, inline_data, last_access_time, " CRC_COLUMN                      \
+    " from manifest where key = ?1;"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_FILES_LARGER "select filename from manifest where size > ?1 and filename is not null;"
 #define SQL_FILES_EARLIER                                                                     \
@@ -102,6 +118,7 @@ struct yyc_kv {
     double retry_interval;
     int fail_opens;       /* testing: opens left to fail */
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
+    bool has_crc;         /* the manifest has the checksum column */
     /* Reporting. */
     yyc_error_hook hook;
     void *hook_ctx;
@@ -240,6 +257,20 @@ static void db_close(yyc_kv *kv) {
     kv->db = NULL;
 }
 
+/* Whether the manifest has the checksum column, adding it when missing. */
+static bool ensure_crc_column(sqlite3 *db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, SQL_CRC_CHECK, -1, &s, NULL);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_OK) return true;
+    if (sqlite3_exec(db, SQL_CRC_ADD, NULL, NULL, NULL) == SQLITE_OK) return true;
+    /* Another process may have added it meanwhile. */
+    s = NULL;
+    rc = sqlite3_prepare_v2(db, SQL_CRC_CHECK, -1, &s, NULL);
+    sqlite3_finalize(s);
+    return rc == SQLITE_OK;
+}
+
 /* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
  * means the file is not a usable manifest (the caller rebuilds). */
 static int db_open_once(yyc_kv *kv) {
@@ -308,6 +339,7 @@ static int db_open_once(yyc_kv *kv) {
         return report(kv, true, status_from_sqlite(kv, rc, sys), ext, sys,
                       "initialize manifest: %s", sqlite3_errstr(rc));
     }
+    kv->has_crc = ensure_crc_column(db);
     kv->db = db;
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
@@ -373,6 +405,16 @@ static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
     int src = yyc__stmt_cache_get(&kv->stmts, sql, out);
     if (src != SQLITE_OK) return sqlite_fail(kv, src, "prepare");
     return YYC_OK;
+}
+
+/* Prepares sql_crc when the manifest has the checksum column, else sql_plain. */
+static int prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
+                    bool *with_crc) {
+    *out = NULL;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    *with_crc = kv->has_crc;
+    return prepare(kv, *with_crc ? sql_crc : sql_plain, out);
 }
 
 /* Binds a key with its length. Keys outlive the step: every statement is reset and its
@@ -733,6 +775,8 @@ static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item
     int64_t atime = sqlite3_column_int64(s, 5);
     const void *ext = sqlite3_column_blob(s, 6);
     size_t ext_len = ext ? (size_t)sqlite3_column_bytes(s, 6) : 0;
+    bool has_crc = want_value && sqlite3_column_type(s, 7) == SQLITE_INTEGER;
+    uint32_t crc = has_crc ? (uint32_t)sqlite3_column_int64(s, 7) : 0;
 
     int fd = -1;
     size_t value_len = 0;
@@ -782,6 +826,12 @@ static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item
         } else if (value_len) {
             memcpy(p, inline_value, value_len);
         }
+        if (has_crc && yyc__crc32c(p, value_len) != crc) {
+            free(item);
+            *drop_file = from_file;
+            report(kv, false, YYC_ECORRUPT, 0, 0, "value does not match its checksum");
+            return YYC_NOTFOUND;
+        }
         p += value_len;
     }
     if (ext_len) {
@@ -804,9 +854,10 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 /* --- save --- */
 
 static int upsert(yyc_kv *kv, const char *key, const char *filename, const void *value,
-                  size_t value_len, const void *ext, size_t ext_len) {
+                  size_t value_len, const void *ext, size_t ext_len, uint32_t crc) {
     sqlite3_stmt *s;
-    int rc = prepare(kv, SQL_UPSERT, &s);
+    bool with_crc;
+    int rc = prepare2(kv, SQL_UPSERT, SQL_UPSERT_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     int64_t now = now_seconds();
     /* Value and extended data outlive the step (the statement is reset before we return). */
@@ -823,6 +874,7 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 6, now);
     if (b == SQLITE_OK)
         b = ext_len ? sqlite3_bind_blob64(s, 7, ext, ext_len, SQLITE_STATIC) : sqlite3_bind_null(s, 7);
+    if (b == SQLITE_OK && with_crc) b = sqlite3_bind_int64(s, 8, crc);
     if (b != SQLITE_OK) {
         yyc__stmt_done(s);
         return sqlite_fail(kv, b, "bind row");
@@ -853,6 +905,7 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     char *old_name = NULL;
     rc = lookup_filename(kv, key, &old_name);
     if (rc != YYC_OK) return rc;
+    uint32_t crc = yyc__crc32c(value, value_len);
     if (to_file) {
         int dfd = data_dir(kv);
         int err = dfd < 0 ? EIO : yyc__fs_write_atomic(dfd, filename, value, value_len);
@@ -860,14 +913,14 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
             free(old_name);
             return errno_fail(kv, err, "write data file");
         }
-        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len);
+        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
         if (rc != YYC_OK) {
             delete_file(kv, filename);
         } else if (old_name && strcmp(old_name, filename) != 0) {
             delete_file(kv, old_name); /* the key moved to another file name */
         }
     } else {
-        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len);
+        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
         if (rc == YYC_OK && old_name) delete_file(kv, old_name); /* file -> inline */
     }
     free(old_name);
@@ -1242,7 +1295,9 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     *out = NULL;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
-    int rc = prepare(kv, want_value ? SQL_GET_ITEM : SQL_GET_INFO, &s);
+    bool with_crc;
+    int rc = want_value ? prepare2(kv, SQL_GET_ITEM, SQL_GET_ITEM_CRC, &s, &with_crc)
+                        : prepare(kv, SQL_GET_INFO, &s);
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
     int src = sqlite3_step(s);
@@ -1289,7 +1344,8 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
     *out_len = 0;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
-    int rc = prepare(kv, SQL_GET_VALUE, &s);
+    bool with_crc; /* (the statement selects NULL without the column) */
+    int rc = prepare2(kv, SQL_GET_VALUE, SQL_GET_VALUE_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
     int src = sqlite3_step(s);
@@ -1315,7 +1371,6 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
                     if (rc == YYC_NOTFOUND) drop_file = true;
                 }
             }
-            if (drop_file) drop_name = strdup(raw_name);
         } else {
             const void *blob = sqlite3_column_blob(s, 2);
             len = blob ? (size_t)sqlite3_column_bytes(s, 2) : 0;
@@ -1323,6 +1378,13 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
             if (!buf) rc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate value");
             else if (len) memcpy(buf, blob, len);
         }
+        if (rc == YYC_OK && sqlite3_column_type(s, 4) == SQLITE_INTEGER &&
+            yyc__crc32c(buf, len) != (uint32_t)sqlite3_column_int64(s, 4)) {
+            report(kv, false, YYC_ECORRUPT, 0, 0, "value does not match its checksum");
+            rc = YYC_NOTFOUND;
+            drop_file = raw_name && *raw_name;
+        }
+        if (drop_file) drop_name = strdup(raw_name);
     } else if (src == SQLITE_DONE) {
         rc = YYC_NOTFOUND;
     } else {
@@ -1401,8 +1463,12 @@ static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_va
                      item_list *list, gone_list *gone) {
     sqlite3_stmt *s;
     bool adhoc;
-    int rc = prepare_in(kv, want_value ? "select " COLS_FULL " from manifest where key in ("
-                                       : "select " COLS_INFO " from manifest where key in (",
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    const char *head = !want_value ? "select " COLS_INFO " from manifest where key in ("
+                       : kv->has_crc ? "select " COLS_FULL ", " CRC_COLUMN " from manifest where key in ("
+                                     : "select " COLS_FULL ", NULL from manifest where key in (";
+    rc = prepare_in(kv, head,
                         ");", keys, n, 1, &s, &adhoc);
     if (rc != YYC_OK) return rc;
     int src;

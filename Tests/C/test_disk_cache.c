@@ -685,9 +685,9 @@ static void disk_cache_totals_above_2_gib_do_not_wrap(void **state) {
     (void)state;
     char *dir = test_temp_dir("dc-2gib");
     yyc_diskcache *dc = open_dc(dir, 20480);
-    tk_exec(dir, "insert into manifest values ('a', 'fa', 2147483647, null, 1, 1, null);"
-                 "insert into manifest values ('b', 'fb', 2147483647, null, 1, 1, null);"
-                 "insert into manifest values ('c', 'fc', 4000000000, null, 1, 1, null);");
+    tk_exec(dir, "insert into manifest " TK_COLS " values ('a', 'fa', 2147483647, null, 1, 1, null);"
+                 "insert into manifest " TK_COLS " values ('b', 'fb', 2147483647, null, 1, 1, null);"
+                 "insert into manifest " TK_COLS " values ('c', 'fc', 4000000000, null, 1, 1, null);");
     assert_int_equal(dc_cost(dc), INT64_C(8294967294));
     assert_int_equal(dc_count(dc), 3);
     assert_int_equal(yyc_diskcache_trim_to_cost(dc, INT64_C(5000000000)), YYC_OK);

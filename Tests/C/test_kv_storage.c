@@ -4,6 +4,7 @@
  */
 #include "test_kv_support.h"
 
+#include "crc32c.h"
 #include "kv_private.h"
 
 #include <limits.h>
@@ -90,7 +91,11 @@ static void kv_open_creates_layout_with_private_permissions(void **state) {
     assert_int_equal(tk_raw_int(db, "select count(*) from sqlite_master where type='index' and "
                                     "name='last_access_time_idx'"),
                      1);
-    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 7);
+    /* YYKVStorage's seven columns, plus the checksum column it never touches. */
+    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 8);
+    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest') where "
+                                    "name = 'value_crc32c'"),
+                     1);
     assert_int_equal(tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"),
                      1);
     sqlite3_close(db);
@@ -665,9 +670,9 @@ static void kv_totals_above_2_gib_do_not_wrap(void **state) {
     yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
     /* Sizes recorded as YYKVStorage would for huge file values (the files are not needed to
      * count them). */
-    tk_exec(dir, "insert into manifest values ('a', 'fa', 1500000000, null, 1, 1, null);"
-                 "insert into manifest values ('b', 'fb', 1500000000, null, 2, 2, null);"
-                 "insert into manifest values ('c', 'fc', 3000000000, null, 3, 3, null);");
+    tk_exec(dir, "insert into manifest " TK_COLS " values ('a', 'fa', 1500000000, null, 1, 1, null);"
+                 "insert into manifest " TK_COLS " values ('b', 'fb', 1500000000, null, 2, 2, null);"
+                 "insert into manifest " TK_COLS " values ('c', 'fc', 3000000000, null, 3, 3, null);");
     int64_t size = 0;
     assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
     assert_int_equal(size, INT64_C(6000000000));
@@ -1115,7 +1120,7 @@ static void kv_symlinks_in_the_folder_are_never_followed(void **state) {
     assert_int_equal(tk_file_size(outside, "precious"), 4);
     assert_int_equal(tk_count_entries(outside, ""), 1);
     /* A row naming a path outside data/ (written by someone else) touches nothing. */
-    tk_exec(dir, "insert into manifest values ('evil', '../../precious', 4, null, 1, 1, null)");
+    tk_exec(dir, "insert into manifest " TK_COLS " values ('evil', '../../precious', 4, null, 1, 1, null)");
     assert_int_equal(yyc_kv_get_value(kv, "evil", &v, &len), YYC_NOTFOUND);
     assert_int_equal(yyc_kv_remove(kv, "evil"), YYC_OK);
     assert_int_equal(tk_file_size(outside, "precious"), 4);
@@ -1374,6 +1379,70 @@ static void kv_a_data_folder_replaced_while_open_is_recreated(void **state) {
     free(dir);
 }
 
+static void kv_values_that_do_not_match_their_checksum_read_as_misses(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-crc");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    save_str(kv, "inline", "abcd", NULL);
+    save_str(kv, "file", "0123456789", "f1");
+    save_str(kv, "listed", "0123456789", "f2");
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where value_crc32c is null"), 0);
+    /* Same sizes, other bytes: only the checksum can tell. */
+    tk_exec(dir, "update manifest set inline_data = x'61626365' where key = 'inline'");
+    char p[4096];
+    tk_write_file(tk_join(p, sizeof p, dir, "data/f1"), "9876543210", 10);
+    tk_write_file(tk_join(p, sizeof p, dir, "data/f2"), "9876543210", 10);
+    void *v;
+    size_t len;
+    assert_int_equal(yyc_kv_get_value(kv, "inline", &v, &len), YYC_NOTFOUND);
+    yyc_kv_item *item;
+    assert_int_equal(yyc_kv_get_item(kv, "file", &item), YYC_NOTFOUND);
+    const char *keys[] = {"listed"};
+    yyc_kv_item **items;
+    size_t count;
+    assert_int_equal(yyc_kv_get_items(kv, keys, 1, &items, &count), YYC_OK);
+    assert_int_equal(count, 0);
+    yyc_kv_items_free(items, count);
+    assert_int_equal(log.corrupt_events, 3);
+    /* The bad entries are gone, files included. */
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    /* Info reads do not read values, so they do not check them. */
+    save_str(kv, "info", "abcd", NULL);
+    tk_exec(dir, "update manifest set inline_data = x'00000000' where key = 'info'");
+    assert_int_equal(yyc_kv_get_item_info(kv, "info", &item), YYC_OK);
+    yyc_kv_item_free(item);
+    /* A row rewritten by YYKVStorage (seven named columns) has no checksum and reads. */
+    tk_exec(dir, "insert or replace into manifest " TK_COLS
+                 " values ('info', null, 3, x'78797a', 5, 5, null)");
+    check_value(kv, "info", "xyz");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static uint32_t reference_crc32c(const unsigned char *p, size_t len) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (size_t i = 0; i < len; i++) {
+        c ^= p[i];
+        for (int k = 0; k < 8; k++) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    }
+    return ~c;
+}
+
+static void kv_checksums_are_standard_crc32c(void **state) {
+    (void)state;
+    assert_int_equal(yyc__crc32c("123456789", 9), 0xE3069283u);
+    assert_int_equal(yyc__crc32c(NULL, 0), 0);
+    unsigned char buf[300];
+    tk_fill(buf, sizeof buf, 42);
+    for (size_t off = 0; off < 8; off++)
+        for (size_t len = 0; len + off <= sizeof buf; len += 7)
+            assert_int_equal(yyc__crc32c(buf + off, len), reference_crc32c(buf + off, len));
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1401,6 +1470,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_inline_values_above_sqlite_limit_fail_with_too_big),
         cmocka_unit_test(kv_access_time_is_updated_exactly_as_yykvstorage_does),
         cmocka_unit_test(kv_reads_a_manifest_written_by_yykvstorage),
+        cmocka_unit_test(kv_values_that_do_not_match_their_checksum_read_as_misses),
+        cmocka_unit_test(kv_checksums_are_standard_crc32c),
         cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
         cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
         cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),

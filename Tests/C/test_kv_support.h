@@ -13,6 +13,10 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+/* YYKVStorage's seven columns, named (as YYKVStorage's own statements name them). */
+#define TK_COLS                                                                               \
+    "(key, filename, size, inline_data, modification_time, last_access_time, extended_data)"
+
 /* "<dir>/<name>" in a static buffer (one at a time per call site: copy if you need two). */
 static inline const char *tk_join(char *buf, size_t size, const char *dir, const char *name) {
     int n = snprintf(buf, size, "%s/%s", dir, name);
