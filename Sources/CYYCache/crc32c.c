@@ -46,6 +46,15 @@ static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t len) {
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define HAVE_HW 1
+#include <cpuid.h>
+
+/* cpuid directly (header-only), not __builtin_cpu_supports: that one needs libgcc's
+ * __cpu_model, which not every link (SwiftPM's, with compiler-rt) provides. */
+static int cpu_has_sse42(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c & bit_SSE4_2) != 0;
+}
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const unsigned char *p,
                                                           size_t len) {
     uint64_t c = crc;
@@ -73,8 +82,7 @@ uint32_t yyc__crc32c(const void *data, size_t len) {
     static int hw = -1; /* benign race: every thread computes the same answer */
     int use = __atomic_load_n(&hw, __ATOMIC_RELAXED);
     if (use < 0) {
-        __builtin_cpu_init();
-        use = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+        use = cpu_has_sse42();
         __atomic_store_n(&hw, use, __ATOMIC_RELAXED);
     }
     if (use) return ~crc_hw(crc, p, len);
