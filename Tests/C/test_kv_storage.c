@@ -5,6 +5,7 @@
 #include "test_kv_support.h"
 
 #include "crc32c.h"
+#include "fs_util.h"
 #include "kv_private.h"
 
 #include <limits.h>
@@ -1443,6 +1444,21 @@ static void kv_checksums_are_standard_crc32c(void **state) {
             assert_int_equal(yyc__crc32c(buf + off, len), reference_crc32c(buf + off, len));
 }
 
+static void kv_trash_folders_are_named_by_uppercase_uuids(void **state) {
+    (void)state;
+    char a[37], b[37];
+    yyc__fs_uuid(a);
+    yyc__fs_uuid(b);
+    assert_string_not_equal(a, b);
+    assert_int_equal(strlen(a), 36);
+    for (int i = 0; i < 36; i++) {
+        if (i == 8 || i == 13 || i == 18 || i == 23) assert_int_equal(a[i], '-');
+        else assert_true((a[i] >= '0' && a[i] <= '9') || (a[i] >= 'A' && a[i] <= 'F'));
+    }
+    assert_int_equal(a[14], '4'); /* version 4 (random) */
+    assert_true(strchr("89AB", a[19]) != NULL);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1461,6 +1477,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion),
         cmocka_unit_test(kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later),
         cmocka_unit_test(kv_open_empties_a_leftover_trash),
+        cmocka_unit_test(kv_trash_folders_are_named_by_uppercase_uuids),
         cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
