@@ -922,6 +922,76 @@ static void disk_cache_evicting_trims_race_with_writers_without_errors(void **st
     free(dir);
 }
 
+typedef struct lifecycle_state {
+    const char *path;
+    int id;
+    double deadline;
+    atomic_int *errors;
+    atomic_long *opens;
+} lifecycle_state;
+
+static void *lifecycle_worker(void *arg) {
+    lifecycle_state *l = arg;
+    unsigned r = (unsigned)l->id * 131u + 3u;
+    char key[32], value[2000];
+    memset(value, 'v', sizeof value);
+    while (test_now() < l->deadline) {
+        yyc_diskcache *dc = NULL;
+        if (yyc_diskcache_open(l->path, 1000, &dc) != YYC_OK) {
+            (*l->errors)++;
+            continue;
+        }
+        (*l->opens)++;
+        yyc_diskcache_set_auto_trim_interval(dc, 0.001 * (rand_r(&r) % 3));
+        for (int i = 0; i < 5; i++) {
+            snprintf(key, sizeof key, "k%u", rand_r(&r) % 16);
+            size_t len = (rand_r(&r) % 2) ? sizeof value : 10;
+            int rc = yyc_diskcache_set(dc, key, value, len, NULL, 0);
+            void *v = NULL;
+            size_t got;
+            int rc2 = yyc_diskcache_get(dc, key, &v, &got);
+            yyc_free(v);
+            /* Another thread may close the shared core at any moment. */
+            if ((rc != YYC_OK && rc != YYC_ECLOSED) ||
+                (rc2 != YYC_OK && rc2 != YYC_NOTFOUND && rc2 != YYC_ECLOSED))
+                (*l->errors)++;
+        }
+        if (rand_r(&r) % 4 == 0) yyc_diskcache_close(dc);
+        if (rand_r(&r) % 8 == 0) {
+            yyc_diskcache_retain(dc);
+            yyc_diskcache_release(dc);
+        }
+        yyc_diskcache_release(dc);
+    }
+    return NULL;
+}
+
+static void disk_cache_opens_closes_and_releases_race_safely(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("dc-lifecycle");
+    atomic_int errors = 0;
+    atomic_long opens = 0;
+    enum { T = 6 };
+    pthread_t th[T];
+    lifecycle_state l[T];
+    double deadline = test_now() + 1.5;
+    for (int i = 0; i < T; i++) {
+        l[i] = (lifecycle_state){.path = dir, .id = i, .deadline = deadline, .errors = &errors,
+                                 .opens = &opens};
+        pthread_create(&th[i], NULL, lifecycle_worker, &l[i]);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    assert_int_equal(errors, 0);
+    assert_true(opens > T);
+    /* Everything was released: a fresh open works and the folder is consistent. */
+    yyc_diskcache *dc = open_dc(dir, 1000);
+    int64_t files = tk_int(dir, "select count(*) from manifest where filename is not null");
+    assert_int_equal(tk_count_entries(dir, "data"), (int)files);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(disk_cache_open_returns_one_shared_core_per_canonical_path),
     cmocka_unit_test(disk_cache_concurrent_opens_of_one_path_share_one_core),
@@ -943,6 +1013,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(disk_cache_totals_above_2_gib_do_not_wrap),
     cmocka_unit_test(disk_cache_eight_threads_mixing_operations_lose_no_write),
     cmocka_unit_test(disk_cache_evicting_trims_race_with_writers_without_errors),
+    cmocka_unit_test(disk_cache_opens_closes_and_releases_race_safely),
 };
 
 YYC_TEST_MAIN(tests)
