@@ -36,15 +36,6 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
-/* ---------------------------------------------------------------- known bugs */
-
-/* Checks that fail today because of a reported bug print a warning naming it instead of
- * failing, unless YYC_RUN_KNOWN_BUGS=1 (reliability_support.h):
- *   BUG-DANGLING-ROW: yyc_kv_remove, remove_keys, remove_where and the LRU eviction unlink the
- *   data file before deleting the row, and the open does no reconciliation, so a kill between
- *   the two leaves a row naming a missing file (healed only when that key is read). */
-#define BUG_DANGLING_ROW "BUG-DANGLING-ROW"
-
 /* ---------------------------------------------------------------- the log */
 
 #define NKEYS 40
@@ -562,16 +553,15 @@ static int child_check(int argc, char **argv) {
     yyc_diskcache_set_auto_trim_interval(dc, 0);
 
     /* No row may name a missing data file once the open (and its reconciliation) is done. */
-    bool strict = rel_run_known_bugs();
+    /* (The first disk core unlinked files before deleting their rows, so this failed until
+     * e6bb795 / 0b90f2c.) */
     rel_manifest_scan scan;
-    bool clean = WAIT_UNTIL((scan = rel_scan_manifest(dir), scan.rc == SQLITE_OK && scan.missing == 0),
-                            strict ? 5.0 : 0.0);
+    bool clean = WAIT_UNTIL(
+        (scan = rel_scan_manifest(dir), scan.rc == SQLITE_OK && scan.missing == 0), 5.0);
     if (!clean) {
-        fprintf(stderr,
-                "check: %lld of %lld rows name a missing data file (first: %s; scan rc %d)%s\n",
-                (long long)scan.missing, (long long)scan.file_rows, scan.first_missing, scan.rc,
-                strict || scan.rc != SQLITE_OK ? "" : " [known bug " BUG_DANGLING_ROW ", not failing]");
-        if (strict || scan.rc != SQLITE_OK) failed = true;
+        fprintf(stderr, "check: %lld of %lld rows name a missing data file (first: %s; scan rc %d)\n",
+                (long long)scan.missing, (long long)scan.file_rows, scan.first_missing, scan.rc);
+        failed = true;
     }
     if (scan.mismatched)
         fprintf(stderr, "check: note: %lld rows' data files differ in size from the row\n",

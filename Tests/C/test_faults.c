@@ -536,28 +536,110 @@ static void data_file_replaced_by_a_folder_or_a_fifo_reads_as_a_miss(void **stat
     free(p);
 }
 
-/* No checksum today: a data file replaced by other bytes of the same length (here: a complete
- * value of the same length written for another key) is returned as if it were the value. */
-static void same_size_foreign_data_file_is_detected(void **state) {
-    REL_KNOWN_BUG("BUG-NO-CHECKSUM (issue 7: per-value checksum column)");
-    fixture *f = *state;
-    char *p = large_victim(f->dir, 3);
-    size_t len;
-    unsigned char *v = rel_value_make("victim", 3, &len);
-    rel_header h;
-    memcpy(&h, v, sizeof h);
-    h.key_hash = rel_fnv1a64("someone-else");
-    memcpy(v, &h, sizeof h);
-    assert_true(rel_write_file(p, v, len));
-    free(v);
-    yyc_diskcache *dc = open_ok(f->dir);
+/* Corruption events reported through the error hook. */
+static void count_corrupt(void *ctx, const yyc_error *e) {
+    if (e->code == YYC_ECORRUPT) ++*(int *)ctx;
+}
+
+/* A value whose bytes changed but not its length (here: a complete value of the same length
+ * made for another key) is caught by the per-value checksum (baa2f94; before it, the foreign
+ * bytes were returned): a miss, a reported corruption, the entry removed. */
+static void expect_corruption_caught(const char *dir) {
+    yyc_diskcache *dc = open_ok(dir);
+    int events = 0;
+    yyc_diskcache_set_error_hook(dc, count_corrupt, &events);
     void *out = NULL;
     size_t out_len = 0;
     int s = yyc_diskcache_get(dc, "victim", &out, &out_len);
     yyc_free(out);
-    yyc_diskcache_release(dc);
     assert_int_equal(s, YYC_NOTFOUND);
+    assert_true(events >= 1);
+    assert_false(yyc_diskcache_contains(dc, "victim"));
+    yyc_diskcache_set_error_hook(dc, NULL, NULL);
+    yyc_diskcache_release(dc);
+    expect_working(dir);
+}
+
+/* A complete value of (key, version) relabelled as another key's: same length, other bytes. */
+static unsigned char *foreign_value(const char *key, uint64_t version, size_t *len) {
+    unsigned char *v = rel_value_make(key, version, len);
+    rel_header h;
+    memcpy(&h, v, sizeof h);
+    h.key_hash = rel_fnv1a64("someone-else");
+    memcpy(v, &h, sizeof h);
+    return v;
+}
+
+static void same_size_foreign_data_file_is_detected(void **state) {
+    fixture *f = *state;
+    char *p = large_victim(f->dir, 3);
+    size_t len;
+    unsigned char *v = foreign_value("victim", 3, &len);
+    assert_true(rel_write_file(p, v, len));
+    free(v);
+    expect_corruption_caught(f->dir);
     free(p);
+}
+
+static void same_size_change_of_an_inline_value_is_detected(void **state) {
+    fixture *f = *state;
+    yyc_diskcache *dc = open_ok(f->dir);
+    assert_int_equal(put(dc, "victim", 2), YYC_OK);
+    yyc_diskcache_release(dc);
+    size_t len;
+    unsigned char *v = foreign_value("victim", 2, &len);
+    char *db_path = rel_path(f->dir, "manifest.sqlite");
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, "UPDATE manifest SET inline_data = ?1 WHERE key = 'victim'",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_blob(st, 1, v, (int)len, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    assert_int_equal(sqlite3_changes(db), 1);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(v);
+    free(db_path);
+    expect_corruption_caught(f->dir);
+}
+
+/* Rows written without a checksum (by YYKVStorage, which ignores the extra column, or before it
+ * existed) still read. */
+static void rows_without_a_checksum_still_read(void **state) {
+    fixture *f = *state;
+    fill(f->dir, 4);
+    char *db_path = rel_path(f->dir, "manifest.sqlite");
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
+    /* Every column YYKVStorage does not know is cleared. */
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('manifest') WHERE "
+                                            "name NOT IN ('key', 'filename', 'size', "
+                                            "'inline_data', 'modification_time', "
+                                            "'last_access_time', 'extended_data')",
+                                        -1, &st, NULL),
+                     SQLITE_OK);
+    int extra = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "UPDATE manifest SET \"%s\" = NULL",
+                 (const char *)sqlite3_column_text(st, 0));
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        extra++;
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    free(db_path);
+    fprintf(stderr, "%d extra manifest column(s) cleared\n", extra);
+    yyc_diskcache *dc = open_ok(f->dir);
+    for (unsigned k = 0; k < 4; k++) {
+        char key[16];
+        fkey(k, key);
+        expect_version(dc, key, k % 2 ? 3 : 2);
+    }
+    yyc_diskcache_release(dc);
 }
 
 static void data_folder_replaced_by_a_file_while_closed(void **state) {
@@ -859,6 +941,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(longer_data_file_reads_as_a_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(data_file_replaced_by_a_folder_or_a_fifo_reads_as_a_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(same_size_foreign_data_file_is_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_size_change_of_an_inline_value_is_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(rows_without_a_checksum_still_read, setup, teardown),
         cmocka_unit_test_setup_teardown(data_folder_replaced_by_a_file_while_closed, setup, teardown),
         cmocka_unit_test_setup_teardown(data_folder_replaced_by_a_file_while_open, setup, teardown),
         cmocka_unit_test_setup_teardown(file_size_limit_on_a_data_file_gives_enospc_and_keeps_the_old_value, setup, teardown),
