@@ -106,39 +106,39 @@ static void shuffle(uint32_t *a, size_t n, uint64_t seed) {
 #define SEED_ZIPF 100u
 
 /* Keys 0..n-1 as either 8-byte binary integers or "key_<i>" strings; extra keys n..2n-1 for
- * misses. ptr/len arrays make one code path for both. */
+ * misses. A string key lives in a 16-byte slot with its length in the last byte (like a Swift
+ * small string), so that reaching key i touches one cache line, as it does in the Swift harness. */
 typedef struct {
     size_t n;
-    const void **ptr;
-    size_t *len;
     uint64_t *ints;
     char *chars;
 } keyset;
 
+static inline const void *kp(const keyset *k, size_t i) {
+    return k->ints ? (const void *)&k->ints[i] : (const void *)(k->chars + 16 * i);
+}
+static inline size_t kl(const keyset *k, size_t i) {
+    return k->ints ? 8 : (size_t)(unsigned char)k->chars[16 * i + 15];
+}
+
 static void keyset_make(keyset *k, size_t n, bool str) {
     k->n = n;
-    k->ptr = xmalloc(n * sizeof *k->ptr);
-    k->len = xmalloc(n * sizeof *k->len);
     k->ints = NULL;
     k->chars = NULL;
     if (str) {
         k->chars = xmalloc(n * 16);
         for (size_t i = 0; i < n; i++) {
             char *p = k->chars + i * 16;
-            k->len[i] = (size_t)snprintf(p, 16, "key_%zu", i);
-            k->ptr[i] = p;
+            int len = snprintf(p, 15, "key_%zu", i);
+            p[15] = (char)len;
         }
     } else {
         k->ints = xmalloc(n * sizeof *k->ints);
-        for (size_t i = 0; i < n; i++) {
-            k->ints[i] = i;
-            k->ptr[i] = &k->ints[i];
-            k->len[i] = 8;
-        }
+        for (size_t i = 0; i < n; i++) k->ints[i] = i;
     }
 }
 static void keyset_free(keyset *k) {
-    free(k->ptr); free(k->len); free(k->ints); free(k->chars);
+    free(k->ints); free(k->chars);
 }
 
 static uint32_t *iota(size_t n) {
@@ -242,10 +242,10 @@ static inline void memput(yyc_memcache *c, const keyset *ks, size_t i, const mem
         rc_value *v = xmalloc(sizeof *v);
         atomic_init(&v->rc, 1);
         v->v = (uint32_t)i;
-        yyc_memcache_set(c, ks->ptr[i], ks->len[i], v, 0);
+        yyc_memcache_set(c, kp(ks, i), kl(ks, i), v, 0);
         rc_release(NULL, v);
     } else {
-        yyc_memcache_set(c, ks->ptr[i], ks->len[i], (void *)(uintptr_t)(i + 1), 0);
+        yyc_memcache_set(c, kp(ks, i), kl(ks, i), (void *)(uintptr_t)(i + 1), 0);
     }
 }
 static inline void memget_consume(const memvals *mv, void *v) {
@@ -305,7 +305,7 @@ static void bench_memory(const char *group, bool str) {
             }
             if (want[1]) {
                 /* YYCache's benchmark clears by removing every key (removeAll would rebuild) */
-                for (size_t i = 0; i < n; i++) yyc_memcache_remove(c, ks.ptr[i], ks.len[i]);
+                for (size_t i = 0; i < n; i++) yyc_memcache_remove(c, kp(&ks, i), kl(&ks, i));
                 t0 = now();
                 for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
                 record(&s[1], rep, (long)n, now() - t0);
@@ -314,7 +314,7 @@ static void bench_memory(const char *group, bool str) {
                 t0 = now();
                 for (size_t i = 0; i < n; i++) {
                     void *v;
-                    if (yyc_memcache_get(c, ks.ptr[i], ks.len[i], &v) == YYC_OK) memget_consume(&mv, v);
+                    if (yyc_memcache_get(c, kp(&ks, i), kl(&ks, i), &v) == YYC_OK) memget_consume(&mv, v);
                 }
                 record(&s[2], rep, (long)n, now() - t0);
             }
@@ -323,7 +323,7 @@ static void bench_memory(const char *group, bool str) {
                 for (size_t i = 0; i < n; i++) {
                     void *v;
                     uint32_t k = rnd[i];
-                    if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+                    if (yyc_memcache_get(c, kp(&ks, k), kl(&ks, k), &v) == YYC_OK) memget_consume(&mv, v);
                 }
                 record(&s[3], rep, (long)n, now() - t0);
             }
@@ -332,7 +332,7 @@ static void bench_memory(const char *group, bool str) {
                 for (size_t i = 0; i < n; i++) {
                     void *v;
                     uint32_t k = mix[i];
-                    if (yyc_memcache_get(c, ks.ptr[k], ks.len[k], &v) == YYC_OK) memget_consume(&mv, v);
+                    if (yyc_memcache_get(c, kp(&ks, k), kl(&ks, k), &v) == YYC_OK) memget_consume(&mv, v);
                 }
                 record(&s[4], rep, (long)n, now() - t0);
             }
@@ -365,7 +365,7 @@ static void *mixed_thread(void *p) {
             memput(a->c, a->ks, k, a->mv);
         } else {
             void *v;
-            if (yyc_memcache_get(a->c, a->ks->ptr[k], a->ks->len[k], &v) == YYC_OK) memget_consume(a->mv, v);
+            if (yyc_memcache_get(a->c, kp(a->ks, k), kl(a->ks, k), &v) == YYC_OK) memget_consume(a->mv, v);
         }
     }
     return NULL;
@@ -715,7 +715,7 @@ static void bench_footprint(void) {
     keyset_make(&ks, n, str);
     memvals mv = {owned};
     double key_bytes = 0;
-    for (size_t i = 0; i < n; i++) key_bytes += (double)ks.len[i];
+    for (size_t i = 0; i < n; i++) key_bytes += (double)kl(&ks, i);
     yyc_memcache *c = memcache_make(&mv);
     long before = rss_bytes();
     for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
