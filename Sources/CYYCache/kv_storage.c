@@ -26,6 +26,7 @@
 #include "crc32c.h"
 #include "stmt_cache.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -145,11 +146,14 @@ static int db_check(yyc_kv *kv);
 static void db_close(yyc_kv *kv);
 static int db_open_or_rebuild(yyc_kv *kv);
 static void reset_files(yyc_kv *kv);
-static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps);
+static void schedule_trash_empty(yyc_kv *kv, bool sweep_data);
 static int open_data_dir(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 static int delete_row(yyc_kv *kv, const char *key);
-static void delete_file(yyc_kv *kv, const char *filename);
+typedef struct file_ref file_ref;
+static void file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r);
+static void file_ref_delete(yyc_kv *kv, file_ref *r);
+static void file_ref_forget(file_ref *r);
 static int64_t now_seconds(void) { return (int64_t)time(NULL); }
 
 /* --- reporting --- */
@@ -439,10 +443,75 @@ static int step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what) {
  * another process sharing the folder). */
 #define STALE_TEMP_SECONDS (15 * 60)
 
+/* Files in data/ that no row names and that are older than this (a crash between a file write
+ * and its row, or between a row delete and its file delete) are removed after an open. Younger
+ * ones may belong to a save in progress (in another process sharing the folder). */
+#define ORPHAN_GRACE_SECONDS 60
+
 typedef struct trash_job {
     int trash_fd;
-    int data_fd; /* -1: no sweep of stale temporary files */
+    int data_fd;   /* -1: no sweep of data/ */
+    char *db_path; /* for the orphan sweep (NULL: none) */
 } trash_job;
+
+/* Removes the files of data/ that no manifest row names. Runs on the worker thread with its
+ * own read-only connection; every candidate is checked once more against the live manifest
+ * just before it is unlinked. Best effort: any failure just stops the sweep. */
+static void remove_orphans(int data_fd, const char *db_path) {
+    sqlite3 *db = NULL;
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
+#ifdef SQLITE_OPEN_NOFOLLOW
+    flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+    if (sqlite3_open_v2(db_path, &db, flags, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    sqlite3_busy_timeout(db, 1000);
+    time_t cutoff = time(NULL) - ORPHAN_GRACE_SECONDS;
+    yyc__lru_map names;
+    yyc__lru_map_init(&names);
+    sqlite3_stmt *all = NULL, *one = NULL;
+    bool ok = sqlite3_prepare_v2(db, "select filename from manifest where filename is not null;",
+                                 -1, &all, NULL) == SQLITE_OK &&
+              sqlite3_prepare_v2(db, "select 1 from manifest where filename = ?1 limit 1;", -1,
+                                 &one, NULL) == SQLITE_OK;
+    int rc = SQLITE_DONE;
+    while (ok && (rc = sqlite3_step(all)) == SQLITE_ROW) {
+        const void *name = sqlite3_column_text(all, 0);
+        bool inserted;
+        if (name && !yyc__lru_map_find_or_insert(&names, name, (size_t)sqlite3_column_bytes(all, 0),
+                                                 &inserted))
+            ok = false;
+    }
+    if (rc != SQLITE_DONE) ok = false;
+    sqlite3_reset(all);
+    int dfd = ok ? openat(data_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d && dfd >= 0) close(dfd);
+    struct dirent *e;
+    size_t plen = strlen(YYC__FS_TEMP_PREFIX);
+    while (d && (e = readdir(d)) != NULL) {
+        const char *name = e->d_name;
+        if (!strcmp(name, ".") || !strcmp(name, "..") || !strncmp(name, YYC__FS_TEMP_PREFIX, plen))
+            continue;
+        struct stat st;
+        if (fstatat(data_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        if (S_ISDIR(st.st_mode) || st.st_mtime >= cutoff) continue;
+        if (yyc__lru_map_find(&names, name, strlen(name))) continue;
+        sqlite3_bind_text(one, 1, name, -1, SQLITE_STATIC);
+        rc = sqlite3_step(one);
+        sqlite3_reset(one);
+        sqlite3_clear_bindings(one);
+        if (rc == SQLITE_DONE) unlinkat(data_fd, name, 0); /* a link is removed, not followed */
+        else if (rc != SQLITE_ROW) break;
+    }
+    if (d) closedir(d);
+    sqlite3_finalize(all);
+    sqlite3_finalize(one);
+    yyc__lru_map_destroy(&names);
+    sqlite3_close(db);
+}
 
 static void empty_trash_job(void *arg) {
     trash_job *job = arg;
@@ -450,25 +519,31 @@ static void empty_trash_job(void *arg) {
     close(job->trash_fd);
     if (job->data_fd >= 0) {
         yyc__fs_remove_stale_temps(job->data_fd, STALE_TEMP_SECONDS);
+        if (job->db_path) remove_orphans(job->data_fd, job->db_path);
         close(job->data_fd);
     }
+    free(job->db_path);
     free(job);
 }
 
-/* Empties trash/ on the worker thread (inline if the job cannot be queued), and with
- * sweep_temps also removes stale temporary files from data/. The job holds its own
- * descriptors, so it never follows a link and needs nothing from kv. */
-static void schedule_trash_empty(yyc_kv *kv, bool sweep_temps) {
+/* Empties trash/ on the worker thread (inline if the job cannot be queued). With sweep_data
+ * (after an open) it also removes stale temporary files and unreferenced files from data/.
+ * The job holds its own descriptors, so it never follows a link and needs nothing from kv. */
+static void schedule_trash_empty(yyc_kv *kv, bool sweep_data) {
     int tfd;
     if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) != 0) return;
-    trash_job *job = malloc(sizeof *job);
+    trash_job *job = calloc(1, sizeof *job);
     if (!job) {
         yyc__fs_empty_dir(tfd);
         close(tfd);
         return;
     }
     job->trash_fd = tfd;
-    job->data_fd = sweep_temps && kv->data_fd >= 0 ? openat(kv->data_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    job->data_fd = -1;
+    if (sweep_data && kv->data_fd >= 0) {
+        job->data_fd = openat(kv->data_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        job->db_path = strdup(kv->db_path); /* NULL (out of memory): no orphan sweep */
+    }
     if (yyc__worker_async(kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);
 }
 
@@ -590,8 +665,10 @@ int yyc_kv_open(const char *path, yyc_kv_type type, yyc_kv **out) {
 
 void yyc_kv_close(yyc_kv *kv) {
     if (!kv) return;
+    /* First the background job (its read-only connection must be gone so that our close, the
+     * last one, checkpoints and deletes the -wal and -shm files), then the connection. */
+    yyc__worker_drain(kv);
     db_close(kv);
-    yyc__worker_drain(kv); /* the trash job holds its own descriptor, but finish it anyway */
     if (kv->data_fd >= 0) close(kv->data_fd);
     if (kv->root_fd >= 0) close(kv->root_fd);
     free(kv->db_path);
@@ -673,10 +750,42 @@ static const char *column_filename(sqlite3_stmt *s, int col) {
     return yyc_kv_filename_is_valid(name) ? name : NULL;
 }
 
-static void delete_file(yyc_kv *kv, const char *filename) {
+/* A data file as it was when captured. It is deleted later only if its name still refers to
+ * the same file: a value that another process renamed into place under that name meanwhile
+ * (between our row delete and our unlink) survives, and its row never dangles. */
+typedef struct file_ref {
+    char *name; /* NULL: nothing to delete */
+    dev_t dev;
+    ino_t ino;
+} file_ref;
+
+static void file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r) {
+    *r = (file_ref){0};
     if (!filename || !yyc_kv_filename_is_valid(filename)) return;
     int dfd = data_dir(kv);
-    if (dfd >= 0) unlinkat(dfd, filename, 0);
+    struct stat st;
+    if (dfd < 0 || fstatat(dfd, filename, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+    r->name = strdup(filename);
+    r->dev = st.st_dev;
+    r->ino = st.st_ino;
+}
+
+/* Deletes the captured file if it is still there under its name; forgets the reference. */
+static void file_ref_delete(yyc_kv *kv, file_ref *r) {
+    if (r->name) {
+        int dfd = data_dir(kv);
+        struct stat st;
+        if (dfd >= 0 && fstatat(dfd, r->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            st.st_dev == r->dev && st.st_ino == r->ino)
+            unlinkat(dfd, r->name, 0); /* (a replacement in this instant is not detected) */
+    }
+    free(r->name);
+    r->name = NULL;
+}
+
+static void file_ref_forget(file_ref *r) {
+    free(r->name);
+    r->name = NULL;
 }
 
 static int delete_row(yyc_kv *kv, const char *key) {
@@ -685,6 +794,17 @@ static int delete_row(yyc_kv *kv, const char *key) {
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
     return step_done(kv, s, "delete row");
+}
+
+/* Drops the row of a value that is gone or damaged, then its file (if any, and unchanged).
+ * Returns YYC_NOTFOUND (the caller's miss) or the error of the row delete. */
+static int delete_row_and_file(yyc_kv *kv, const char *key, const char *filename) {
+    file_ref f;
+    file_ref_capture(kv, filename, &f);
+    int rc = delete_row(kv, key);
+    if (rc == YYC_OK) file_ref_delete(kv, &f);
+    else file_ref_forget(&f);
+    return rc == YYC_OK ? YYC_NOTFOUND : rc;
 }
 
 /* The key's current file name (a copy, NULL when inline or absent). */
@@ -905,25 +1025,28 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     char *old_name = NULL;
     rc = lookup_filename(kv, key, &old_name);
     if (rc != YYC_OK) return rc;
+    /* The key's previous file, when the save leaves it behind (inline now, or another name). */
+    file_ref old;
+    file_ref_capture(kv, to_file && old_name && !strcmp(old_name, filename) ? NULL : old_name, &old);
+    free(old_name);
     uint32_t crc = yyc__crc32c(value, value_len);
     if (to_file) {
         int dfd = data_dir(kv);
         int err = dfd < 0 ? EIO : yyc__fs_write_atomic(dfd, filename, value, value_len);
         if (err) {
-            free(old_name);
+            file_ref_forget(&old);
             return errno_fail(kv, err, "write data file");
         }
+        file_ref written;
+        file_ref_capture(kv, filename, &written);
         rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
-        if (rc != YYC_OK) {
-            delete_file(kv, filename);
-        } else if (old_name && strcmp(old_name, filename) != 0) {
-            delete_file(kv, old_name); /* the key moved to another file name */
-        }
+        if (rc != YYC_OK) file_ref_delete(kv, &written);
+        else file_ref_forget(&written);
     } else {
         rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
-        if (rc == YYC_OK && old_name) delete_file(kv, old_name); /* file -> inline */
     }
-    free(old_name);
+    if (rc == YYC_OK) file_ref_delete(kv, &old); /* after the row no longer names it */
+    else file_ref_forget(&old);
     return rc;
 }
 
@@ -937,46 +1060,45 @@ int yyc_kv_remove(yyc_kv *kv, const char *key) {
     if (rc != YYC_OK) return rc;
     /* The row goes first, then its file: a crash in between leaves an unreferenced file,
      * never a row naming a missing file (YYKVStorage deleted in the other order). */
-    rc = delete_row(kv, key);
-    if (rc == YYC_OK) delete_file(kv, name);
+    file_ref f;
+    file_ref_capture(kv, name, &f);
     free(name);
+    rc = delete_row(kv, key);
+    if (rc == YYC_OK) file_ref_delete(kv, &f);
+    else file_ref_forget(&f);
     return rc;
 }
 
 /* File names collected from a query, deleted once their rows are gone. */
 typedef struct name_list {
-    char **names;
+    file_ref *files;
     size_t count, cap;
     bool oom;
 } name_list;
 
-static void names_push(name_list *l, const char *name) {
+static void names_push(yyc_kv *kv, name_list *l, const char *name) {
     if (!name) return;
     if (l->count == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        char **p = realloc(l->names, cap * sizeof *p);
+        file_ref *p = realloc(l->files, cap * sizeof *p);
         if (!p) {
             l->oom = true;
             return;
         }
-        l->names = p;
+        l->files = p;
         l->cap = cap;
     }
-    char *copy = strdup(name);
-    if (!copy) {
-        l->oom = true;
-        return;
-    }
-    l->names[l->count++] = copy;
+    file_ref_capture(kv, name, &l->files[l->count]);
+    if (l->files[l->count].name) l->count++;
 }
 
 /* Deletes the listed files when delete_them, and frees the list. */
 static void names_finish(yyc_kv *kv, name_list *l, bool delete_them) {
     for (size_t i = 0; i < l->count; i++) {
-        if (delete_them) delete_file(kv, l->names[i]);
-        free(l->names[i]);
+        if (delete_them) file_ref_delete(kv, &l->files[i]);
+        else file_ref_forget(&l->files[i]);
     }
-    free(l->names);
+    free(l->files);
     *l = (name_list){0};
 }
 
@@ -1041,7 +1163,7 @@ static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
     if (rc != YYC_OK) return rc;
     name_list files = {0};
     int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(&files, column_filename(s, 0));
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(kv, &files, column_filename(s, 0));
     release_in(s, adhoc);
     if (src != SQLITE_DONE || files.oom) {
         names_finish(kv, &files, false);
@@ -1079,7 +1201,7 @@ static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql,
     sqlite3_bind_int64(s, 1, arg);
     name_list files = {0};
     int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(&files, column_filename(s, 0));
+    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(kv, &files, column_filename(s, 0));
     yyc__stmt_done(s);
     if (src != SQLITE_DONE || files.oom) {
         names_finish(kv, &files, false);
@@ -1160,8 +1282,11 @@ static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
 }
 
 static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
+    file_ref f;
+    file_ref_capture(kv, r->filename, &f);
     int rc = delete_row(kv, r->key); /* row first, then its file */
-    if (rc == YYC_OK) delete_file(kv, r->filename);
+    if (rc == YYC_OK) file_ref_delete(kv, &f);
+    else file_ref_forget(&f);
     return rc;
 }
 
@@ -1315,10 +1440,8 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     yyc__stmt_done(s);
     if (want_value && src == SQLITE_ROW) {
         if (rc == YYC_NOTFOUND) {
-            /* The row outlived its file: drop it and report a miss. */
-            int drc = delete_row(kv, key);
-            if (drc != YYC_OK) rc = drc;
-            else delete_file(kv, drop_name);
+            /* The row outlived its file (or the file is damaged): drop both, report a miss. */
+            rc = delete_row_and_file(kv, key, drop_name);
         } else if (rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
             /* (Already touched this second: writing the same time again is skipped.) */
             int trc = touch(kv, key);
@@ -1391,11 +1514,7 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
         rc = sqlite_fail(kv, src, "get value");
     }
     yyc__stmt_done(s);
-    if (src == SQLITE_ROW && rc == YYC_NOTFOUND) {
-        int drc = delete_row(kv, key);
-        if (drc != YYC_OK) rc = drc;
-        else delete_file(kv, drop_name);
-    }
+    if (src == SQLITE_ROW && rc == YYC_NOTFOUND) rc = delete_row_and_file(kv, key, drop_name);
     free(drop_name);
     if (rc != YYC_OK) {
         free(buf);
@@ -1522,9 +1641,8 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     }
     for (size_t i = 0; i < gone.count; i++) {
         if (rc == YYC_OK) {
-            int drc = delete_row(kv, gone.rows[i].key);
-            if (drc != YYC_OK) rc = drc;
-            else delete_file(kv, gone.rows[i].filename);
+            int drc = delete_row_and_file(kv, gone.rows[i].key, gone.rows[i].filename);
+            if (drc != YYC_NOTFOUND) rc = drc;
         }
         free(gone.rows[i].key);
         free(gone.rows[i].filename);
