@@ -45,6 +45,14 @@
 #define REL_TSAN 0
 #endif
 
+#if REL_TSAN
+/* TSan sleeps a second at every process exit by default (atexit_sleep_ms=1000, to let threads
+ * finish); these tests start and end hundreds of short processes, so they turn it off. An
+ * explicit TSAN_OPTIONS still wins. */
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "atexit_sleep_ms=0"; }
+#endif
+
 /* The inline threshold the reliability tests use (YYDiskCache's default). */
 #define REL_THRESHOLD 20480u
 
