@@ -84,13 +84,12 @@ static int write_full(int fd, const unsigned char *p, size_t len) {
     return 0;
 }
 
-int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t len) {
-    char tmp[64];
+int yyc__fs_write_temp(int dirfd, const void *buf, size_t len, char tmp[64]) {
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
         unsigned char rnd[8];
         arc4random_buf(rnd, sizeof rnd);
-        snprintf(tmp, sizeof tmp, YYC__FS_TEMP_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
+        snprintf(tmp, 64, YYC__FS_TEMP_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
                  rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) return errno;
@@ -98,8 +97,18 @@ int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t le
     if (fd < 0) return EEXIST;
     int err = write_full(fd, buf, len);
     if (close(fd) != 0 && !err && errno != EINTR) err = errno;
-    if (!err && renameat(dirfd, tmp, dirfd, name) != 0) err = errno;
     if (err) unlinkat(dirfd, tmp, 0);
+    return err;
+}
+
+int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t len) {
+    char tmp[64];
+    int err = yyc__fs_write_temp(dirfd, buf, len, tmp);
+    if (err) return err;
+    if (renameat(dirfd, tmp, dirfd, name) != 0) {
+        err = errno;
+        unlinkat(dirfd, tmp, 0);
+    }
     return err;
 }
 

@@ -29,6 +29,11 @@ int yyc__fs_open_subdir(int dirfd, const char *name, int *out_fd);
  * renameat over name. On failure the temporary file is removed and name is untouched. */
 int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t len);
 
+/* The first half of yyc__fs_write_atomic: writes len bytes of buf to a new temporary file in
+ * dirfd (O_CREAT|O_EXCL|O_NOFOLLOW, 0600) whose name is stored in tmp_name. The caller renames
+ * it into place (renameat) or unlinks it. On failure nothing is left behind. */
+int yyc__fs_write_temp(int dirfd, const void *buf, size_t len, char tmp_name[64]);
+
 /* Opens dirfd/name for reading without following a link. A missing file, a link or anything
  * but a regular file gives ENOENT. *out_size is the file's size. */
 int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size);

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -120,6 +121,8 @@ struct yyc_kv {
     int fail_opens;       /* testing: opens left to fail */
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
     bool has_crc;         /* the manifest has the checksum column */
+    int lock_depth;       /* folder_lock nesting */
+    bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
     /* Reporting. */
     yyc_error_hook hook;
     void *hook_ctx;
@@ -168,7 +171,7 @@ static int report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_er
     vsnprintf(e.message, sizeof e.message, fmt, ap);
     va_end(ap);
     if (record) yyc__error(code, sqlite_code, sys_errno, "%s", e.message);
-    if (kv->probing && code == YYC_ECORRUPT) return code;
+    if ((kv->probing || kv->quiet_corrupt) && code == YYC_ECORRUPT) return code;
     if (kv->logs) {
         fprintf(stderr, "yycache: kv storage: %s (%s, sqlite %d, errno %d)\n", e.message,
                 yyc_status_name(code), sqlite_code, sys_errno);
@@ -788,6 +791,23 @@ static void file_ref_forget(file_ref *r) {
     r->name = NULL;
 }
 
+/* The folder lock: an exclusive flock on the storage folder, held around every sequence that
+ * changes both a row and a data file (rename + upsert, row delete + unlink, remove-all), so
+ * that processes sharing the folder never interleave inside one: a row cannot end up naming a
+ * file another process just deleted or replaced. Within a process the owner's mutex already
+ * serialises calls; the lock is held for file renames and unlinks only, never for a value's
+ * write (temporary files are written before it is taken). Nests. */
+static void folder_lock(yyc_kv *kv) {
+    if (kv->lock_depth++ > 0) return;
+    while (flock(kv->root_fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+}
+
+static void folder_unlock(yyc_kv *kv) {
+    if (--kv->lock_depth > 0) return;
+    flock(kv->root_fd, LOCK_UN);
+}
+
 static int delete_row(yyc_kv *kv, const char *key) {
     sqlite3_stmt *s;
     int rc = prepare(kv, SQL_DELETE, &s);
@@ -1002,6 +1022,42 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     return step_done(kv, s, "save row");
 }
 
+/* The part of a save under the folder lock: the temporary file (when filename is set) is
+ * renamed into place, the row replaced, and a file the key no longer uses deleted. */
+static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                       const char *filename, int tdfd, const char *tmp, const void *extended,
+                       size_t extended_len, uint32_t crc) {
+    char *old_name = NULL;
+    int rc = lookup_filename(kv, key, &old_name);
+    if (rc != YYC_OK) {
+        if (filename) unlinkat(tdfd, tmp, 0);
+        return rc;
+    }
+    /* The key's previous file, when the save leaves it behind (inline now, or another name). */
+    file_ref old;
+    file_ref_capture(kv, filename && old_name && !strcmp(old_name, filename) ? NULL : old_name, &old);
+    free(old_name);
+    if (filename) {
+        int dfd = data_dir(kv);
+        if (dfd < 0 || renameat(tdfd, tmp, dfd, filename) != 0) {
+            int err = dfd < 0 ? EIO : errno;
+            unlinkat(tdfd, tmp, 0);
+            file_ref_forget(&old);
+            return errno_fail(kv, err, "rename data file");
+        }
+        file_ref written;
+        file_ref_capture(kv, filename, &written);
+        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
+        if (rc != YYC_OK) file_ref_delete(kv, &written);
+        else file_ref_forget(&written);
+    } else {
+        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
+    }
+    if (rc == YYC_OK) file_ref_delete(kv, &old); /* after the row no longer names it */
+    else file_ref_forget(&old);
+    return rc;
+}
+
 int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                 const char *filename, const void *extended, size_t extended_len) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
@@ -1022,31 +1078,26 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     if ((uint64_t)value_len > (uint64_t)INT64_MAX)
         return report(kv, true, YYC_ETOOBIG, 0, 0, "value too large");
 
-    char *old_name = NULL;
-    rc = lookup_filename(kv, key, &old_name);
-    if (rc != YYC_OK) return rc;
-    /* The key's previous file, when the save leaves it behind (inline now, or another name). */
-    file_ref old;
-    file_ref_capture(kv, to_file && old_name && !strcmp(old_name, filename) ? NULL : old_name, &old);
-    free(old_name);
     uint32_t crc = yyc__crc32c(value, value_len);
+    /* A file value is written to a temporary file first, outside the folder lock. tdfd is our
+     * own descriptor of the folder it was written in (data/ may be replaced meanwhile). */
+    int tdfd = -1;
+    char tmp[64];
     if (to_file) {
         int dfd = data_dir(kv);
-        int err = dfd < 0 ? EIO : yyc__fs_write_atomic(dfd, filename, value, value_len);
+        tdfd = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tdfd < 0) return errno_fail(kv, dfd < 0 ? EIO : errno, "open data folder");
+        int err = yyc__fs_write_temp(tdfd, value, value_len, tmp);
         if (err) {
-            file_ref_forget(&old);
+            close(tdfd);
             return errno_fail(kv, err, "write data file");
         }
-        file_ref written;
-        file_ref_capture(kv, filename, &written);
-        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
-        if (rc != YYC_OK) file_ref_delete(kv, &written);
-        else file_ref_forget(&written);
-    } else {
-        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
     }
-    if (rc == YYC_OK) file_ref_delete(kv, &old); /* after the row no longer names it */
-    else file_ref_forget(&old);
+    folder_lock(kv);
+    rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp, extended,
+                     extended_len, crc);
+    folder_unlock(kv);
+    if (tdfd >= 0) close(tdfd);
     return rc;
 }
 
@@ -1055,17 +1106,20 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
 int yyc_kv_remove(yyc_kv *kv, const char *key) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (key_is_empty(key)) return YYC_OK;
+    folder_lock(kv);
     char *name = NULL;
     int rc = lookup_filename(kv, key, &name);
-    if (rc != YYC_OK) return rc;
-    /* The row goes first, then its file: a crash in between leaves an unreferenced file,
-     * never a row naming a missing file (YYKVStorage deleted in the other order). */
-    file_ref f;
-    file_ref_capture(kv, name, &f);
+    if (rc == YYC_OK) {
+        /* The row goes first, then its file: a crash in between leaves an unreferenced file,
+         * never a row naming a missing file (YYKVStorage deleted in the other order). */
+        file_ref f;
+        file_ref_capture(kv, name, &f);
+        rc = delete_row(kv, key);
+        if (rc == YYC_OK) file_ref_delete(kv, &f);
+        else file_ref_forget(&f);
+    }
     free(name);
-    rc = delete_row(kv, key);
-    if (rc == YYC_OK) file_ref_delete(kv, &f);
-    else file_ref_forget(&f);
+    folder_unlock(kv);
     return rc;
 }
 
@@ -1155,7 +1209,7 @@ static void release_in(sqlite3_stmt *s, bool adhoc) {
     else yyc__stmt_done(s);
 }
 
-static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
+static int remove_chunk_locked(yyc_kv *kv, const char *const *keys, size_t n) {
     sqlite3_stmt *s;
     bool adhoc;
     int rc = prepare_in(kv, "select filename from manifest where key in (", ") and filename is not null;",
@@ -1180,6 +1234,13 @@ static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
     return rc;
 }
 
+static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
+    folder_lock(kv);
+    int rc = remove_chunk_locked(kv, keys, n);
+    folder_unlock(kv);
+    return rc;
+}
+
 int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (n == 0) return YYC_OK;
@@ -1194,7 +1255,8 @@ int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
 
 /* Deletes the files selected by files_sql, then the rows selected by rows_sql (both with the
  * one int64 parameter), then checkpoints. */
-static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql, int64_t arg) {
+static int remove_where_locked(yyc_kv *kv, const char *files_sql, const char *rows_sql,
+                               int64_t arg) {
     sqlite3_stmt *s;
     int rc = prepare(kv, files_sql, &s);
     if (rc != YYC_OK) return rc;
@@ -1215,6 +1277,13 @@ static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql,
     }
     names_finish(kv, &files, rc == YYC_OK); /* rows first, then files */
     if (rc == YYC_OK) yyc__kv_checkpoint(kv);
+    return rc;
+}
+
+static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql, int64_t arg) {
+    folder_lock(kv);
+    int rc = remove_where_locked(kv, files_sql, rows_sql, arg);
+    folder_unlock(kv);
     return rc;
 }
 
@@ -1282,11 +1351,13 @@ static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
 }
 
 static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
+    folder_lock(kv);
     file_ref f;
     file_ref_capture(kv, r->filename, &f);
     int rc = delete_row(kv, r->key); /* row first, then its file */
     if (rc == YYC_OK) file_ref_delete(kv, &f);
     else file_ref_forget(&f);
+    folder_unlock(kv);
     return rc;
 }
 
@@ -1360,9 +1431,11 @@ static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
  * processes have the same folder open: their connections stay valid (YYCache #96). Rows go
  * first: a crash before data/ moves leaves unreferenced files, never rows without files. */
 static int clear_in_place(yyc_kv *kv) {
+    folder_lock(kv);
     int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
+    if (rc == YYC_OK) move_data_to_trash(kv);
+    folder_unlock(kv);
     if (rc != YYC_OK) return rc;
-    move_data_to_trash(kv);
     schedule_trash_empty(kv, false);
     /* Give the space back (best effort: another process reading may postpone it). */
     sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
@@ -1379,7 +1452,9 @@ int yyc_kv_remove_all(yyc_kv *kv) {
         /* Anything else (a damaged manifest, a full disk...): recreate the files. */
     }
     db_close(kv);
+    folder_lock(kv);
     reset_files(kv);
+    folder_unlock(kv);
     kv->rebuild_pending = false;
     int rc = db_open_or_rebuild(kv);
     if (rc != YYC_OK) {
@@ -1415,10 +1490,14 @@ int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx) 
 
 /* --- get one --- */
 
-static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+/* Returned by a first read pass that found a row whose file is missing or damaged: that may be
+ * another process replacing the value right now, so the read is repeated under the folder
+ * lock, where it is conclusive. */
+#define RETRY_UNDER_LOCK (-1)
+
+static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out,
+                        bool confirm) {
     *out = NULL;
-    if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
     bool with_crc;
     int rc = want_value ? prepare2(kv, SQL_GET_ITEM, SQL_GET_ITEM_CRC, &s, &with_crc)
@@ -1441,7 +1520,7 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     if (want_value && src == SQLITE_ROW) {
         if (rc == YYC_NOTFOUND) {
             /* The row outlived its file (or the file is damaged): drop both, report a miss. */
-            rc = delete_row_and_file(kv, key, drop_name);
+            rc = confirm ? delete_row_and_file(kv, key, drop_name) : RETRY_UNDER_LOCK;
         } else if (rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
             /* (Already touched this second: writing the same time again is skipped.) */
             int trc = touch(kv, key);
@@ -1449,6 +1528,21 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
         }
     }
     free(drop_name);
+    return rc;
+}
+
+static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out) {
+    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = NULL;
+    if (key_is_empty(key)) return YYC_NOTFOUND;
+    kv->quiet_corrupt = true;
+    int rc = get_one_pass(kv, key, want_value, out, false);
+    kv->quiet_corrupt = false;
+    if (rc == RETRY_UNDER_LOCK) {
+        folder_lock(kv);
+        rc = get_one_pass(kv, key, want_value, out, true);
+        folder_unlock(kv);
+    }
     return rc;
 }
 
@@ -1460,12 +1554,10 @@ int yyc_kv_get_item_info(yyc_kv *kv, const char *key, yyc_kv_item **out) {
     return get_one(kv, key, false, out);
 }
 
-int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_len) {
-    if (YYC__MISUSE(kv == NULL || out_value == NULL || out_len == NULL))
-        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+static int get_value_pass(yyc_kv *kv, const char *key, void **out_value, size_t *out_len,
+                          bool confirm) {
     *out_value = NULL;
     *out_len = 0;
-    if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
     bool with_crc; /* (the statement selects NULL without the column) */
     int rc = prepare2(kv, SQL_GET_VALUE, SQL_GET_VALUE_CRC, &s, &with_crc);
@@ -1514,7 +1606,8 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
         rc = sqlite_fail(kv, src, "get value");
     }
     yyc__stmt_done(s);
-    if (src == SQLITE_ROW && rc == YYC_NOTFOUND) rc = delete_row_and_file(kv, key, drop_name);
+    if (src == SQLITE_ROW && rc == YYC_NOTFOUND)
+        rc = confirm ? delete_row_and_file(kv, key, drop_name) : RETRY_UNDER_LOCK;
     free(drop_name);
     if (rc != YYC_OK) {
         free(buf);
@@ -1531,6 +1624,23 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
     *out_value = buf;
     *out_len = len;
     return YYC_OK;
+}
+
+int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_len) {
+    if (YYC__MISUSE(kv == NULL || out_value == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_value = NULL;
+    *out_len = 0;
+    if (key_is_empty(key)) return YYC_NOTFOUND;
+    kv->quiet_corrupt = true;
+    int rc = get_value_pass(kv, key, out_value, out_len, false);
+    kv->quiet_corrupt = false;
+    if (rc == RETRY_UNDER_LOCK) {
+        folder_lock(kv);
+        rc = get_value_pass(kv, key, out_value, out_len, true);
+        folder_unlock(kv);
+    }
+    return rc;
 }
 
 /* --- get many --- */
@@ -1637,16 +1747,28 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     int rc = YYC_OK;
     for (size_t i = 0; i < n && rc == YYC_OK; i += YYC__KV_IN_CHUNK) {
         size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
+        kv->quiet_corrupt = true;
         rc = get_chunk(kv, keys + i, m, want_value, &list, &gone);
+        kv->quiet_corrupt = false;
     }
+    /* Rows whose file looked missing or damaged: read again under the folder lock, where a
+     * value being replaced by another process cannot be mistaken for a damaged one. */
+    bool locked = gone.count > 0 && rc == YYC_OK;
+    if (locked) folder_lock(kv);
     for (size_t i = 0; i < gone.count; i++) {
         if (rc == YYC_OK) {
-            int drc = delete_row_and_file(kv, gone.rows[i].key, gone.rows[i].filename);
-            if (drc != YYC_NOTFOUND) rc = drc;
+            yyc_kv_item *item = NULL;
+            int grc = get_one_pass(kv, gone.rows[i].key, true, &item, true);
+            if (grc == YYC_OK && !list_push(&list, item)) {
+                free(item);
+                grc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "grow item list");
+            }
+            if (grc != YYC_OK && grc != YYC_NOTFOUND) rc = grc;
         }
         free(gone.rows[i].key);
         free(gone.rows[i].filename);
     }
+    if (locked) folder_unlock(kv);
     free(gone.rows);
     if (rc == YYC_OK && want_value && list.count > 0) {
         /* YYKVStorage refreshes every requested key once at least one item came back. */

@@ -9,7 +9,9 @@
 #include "kv_private.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -1496,6 +1498,102 @@ static void kv_unreferenced_data_files_are_removed_after_open(void **state) {
     free(dir);
 }
 
+typedef struct sharer {
+    const char *dir;
+    int id;
+    double deadline;
+    atomic_int *errors;
+} sharer;
+
+/* One storage per thread on one folder: like two processes (separate connections and file
+ * descriptors), racing on the same keys' rows and files. */
+static void *sharer_main(void *arg) {
+    sharer *sh = arg;
+    yyc_kv *kv = NULL;
+    if (yyc_kv_open(sh->dir, YYC_KV_MIXED, &kv) != YYC_OK) {
+        (*sh->errors)++;
+        return NULL;
+    }
+    unsigned r = (unsigned)sh->id * 977u + 5u;
+    char key[16], name[40], buf[5000];
+    while (test_now() < sh->deadline) {
+        unsigned k = rand_r(&r) % 8;
+        snprintf(key, sizeof key, "k%u", k);
+        yyc_kv_md5_filename(key, name);
+        int rc = YYC_OK;
+        switch (rand_r(&r) % 6) {
+        case 0:
+        case 1: {
+            size_t len = 100 + rand_r(&r) % 4000;
+            tk_fill(buf, len, k * 100u + (unsigned)len);
+            rc = yyc_kv_save(kv, key, buf, len, (rand_r(&r) % 3) ? name : NULL, NULL, 0);
+            break;
+        }
+        case 2: rc = yyc_kv_remove(kv, key); break;
+        case 3: {
+            void *v = NULL;
+            size_t len = 0;
+            rc = yyc_kv_get_value(kv, key, &v, &len);
+            if (rc == YYC_OK) {
+                /* Never torn and never another key's bytes (the content derives from both). */
+                char want[5000];
+                tk_fill(want, len, k * 100u + (unsigned)len);
+                if (memcmp(v, want, len) != 0) rc = YYC_ECORRUPT;
+            }
+            if (rc == YYC_NOTFOUND) rc = YYC_OK;
+            yyc_free(v);
+            break;
+        }
+        case 4: {
+            yyc_kv_item *item = NULL;
+            rc = yyc_kv_get_item(kv, key, &item);
+            if (rc == YYC_NOTFOUND) rc = YYC_OK;
+            yyc_kv_item_free(item);
+            break;
+        }
+        default: rc = yyc_kv_remove_to_fit_count(kv, 6); break;
+        }
+        if (rc != YYC_OK) {
+            fprintf(stderr, "sharer %d: %s\n", sh->id, yyc_status_name(rc));
+            (*sh->errors)++;
+        }
+    }
+    yyc_kv_close(kv);
+    return NULL;
+}
+
+static void kv_storages_sharing_a_folder_never_leave_rows_without_files(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-sharers");
+    yyc_kv_close(open_kv(dir, YYC_KV_MIXED));
+    atomic_int errors = 0;
+    enum { T = 3 };
+    pthread_t th[T];
+    sharer sh[T];
+    double deadline = test_now() + 1.5;
+    for (int i = 0; i < T; i++) {
+        sh[i] = (sharer){.dir = dir, .id = i, .deadline = deadline, .errors = &errors};
+        pthread_create(&th[i], NULL, sharer_main, &sh[i]);
+    }
+    for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+    assert_int_equal(errors, 0);
+    /* Every row that names a file has it, with the recorded size. */
+    sqlite3 *db = tk_raw_open(dir);
+    sqlite3_stmt *s;
+    assert_int_equal(sqlite3_prepare_v2(db, "select filename, size from manifest where "
+                                            "filename is not null", -1, &s, NULL),
+                     SQLITE_OK);
+    char rel[300];
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        snprintf(rel, sizeof rel, "data/%s", (const char *)sqlite3_column_text(s, 0));
+        assert_int_equal(tk_file_size(dir, rel), sqlite3_column_int64(s, 1));
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1516,6 +1614,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_empties_a_leftover_trash),
         cmocka_unit_test(kv_trash_folders_are_named_by_uppercase_uuids),
         cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
+        cmocka_unit_test(kv_storages_sharing_a_folder_never_leave_rows_without_files),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
