@@ -12,6 +12,10 @@
  * A row's function returns the status of the call under test, after checking any side effect
  * (CHECK returns ROW_CHECK_FAILED when one is wrong).
  *
+ * A second case is a fuzz smoke: fixed-seed random byte strings interpreted as operation
+ * sequences on yyc_kv (bad inputs among them) and checked against a model
+ * (reliability_fuzz.h, also usable as a libFuzzer target).
+ *
  * Notes on what cannot be expressed:
  *   - Keys of the disk API are C strings: a key with an embedded NUL is the key up to the NUL
  *     (the row "key_with_nul_is_truncated_at_the_nul" documents it). Only the memory cache takes
@@ -21,6 +25,7 @@
  *     address space, so any read would crash the row. A file value of that length would be
  *     read by design, so it is not tested.
  */
+#include "reliability_fuzz.h"
 #include "reliability_support.h"
 
 #include <float.h>
@@ -829,9 +834,77 @@ static void every_bad_input_gets_its_expected_status(void **state) {
     assert_int_equal(failures, 0);
 }
 
+/* ---------------------------------------------------------------- fuzz smoke */
+
+/* Runs one fuzz input in a forked child; on failure saves it as a file to replay. */
+static bool fuzz_input_passes(const uint8_t *data, size_t len, const char *label) {
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        rel_fuzz_kv_one(data, len);
+        _exit(0);
+    }
+    int st = rel_wait(pid, 120.0);
+    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) return true;
+    const char *base = getenv("TMPDIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/yyc-fuzz-failure-%s.bin", base && *base ? base : "/tmp", label);
+    rel_write_file(path, data, len);
+    fprintf(stderr, "fuzz input %s failed (wait status %#x); saved as %s (copy it into "
+                    "Tests/C/fuzz_corpus/kv/ to keep it as a regression test)\n",
+            label, st, path);
+    return false;
+}
+
+/* Random operation sequences on yyc_kv agree with a model (reliability_fuzz.h): fixed-seed
+ * random inputs (YYC_FUZZ_SEED, YYC_FUZZ_INPUTS), then every file of Tests/C/fuzz_corpus/kv/
+ * (inputs that once found a bug). */
+static void random_operation_sequences_agree_with_a_model(void **state) {
+    (void)state;
+    uint64_t seed = strtoull(getenv("YYC_FUZZ_SEED") ? getenv("YYC_FUZZ_SEED") : "0xF0221", NULL, 0);
+    long inputs = getenv("YYC_FUZZ_INPUTS") ? atol(getenv("YYC_FUZZ_INPUTS")) : 120;
+    int failures = 0;
+    uint64_t rng = seed;
+    for (long i = 0; i < inputs; i++) {
+        size_t len = (size_t)rel_rand_range(&rng, 16, 600);
+        uint8_t *buf = malloc(len);
+        for (size_t j = 0; j < len; j++) buf[j] = (uint8_t)rel_splitmix64(&rng);
+        char label[64];
+        snprintf(label, sizeof label, "%llx-%ld", (unsigned long long)seed, i);
+        failures += !fuzz_input_passes(buf, len, label);
+        free(buf);
+    }
+    char corpus[4096];
+    snprintf(corpus, sizeof corpus, "%s", __FILE__);
+    char *slash = strrchr(corpus, '/');
+    int replayed = 0;
+    if (slash) {
+        snprintf(slash + 1, sizeof corpus - (size_t)(slash + 1 - corpus), "fuzz_corpus/kv");
+        DIR *d = opendir(corpus);
+        struct dirent *e;
+        while (d && (e = readdir(d)) != NULL) {
+            if (e->d_name[0] == '.') continue;
+            char *p = rel_path(corpus, e->d_name);
+            size_t len = 0;
+            unsigned char *buf = rel_read_file(p, &len);
+            if (buf) {
+                failures += !fuzz_input_passes(buf, len, e->d_name);
+                replayed++;
+            }
+            free(buf);
+            free(p);
+        }
+        if (d) closedir(d);
+    }
+    fprintf(stderr, "fuzz smoke: %ld random inputs (seed %#llx), %d corpus inputs, %d failures\n",
+            inputs, (unsigned long long)seed, replayed, failures);
+    assert_int_equal(failures, 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_bad_input_gets_its_expected_status),
+        cmocka_unit_test(random_operation_sequences_agree_with_a_model),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

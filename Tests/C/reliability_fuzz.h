@@ -1,0 +1,339 @@
+/*
+ * reliability_fuzz.h - a byte-string-driven interpreter of yyc_kv operations checked against a
+ * model (issue 7, fuzzing).
+ *
+ * rel_fuzz_kv_one(data, size) reads the bytes as a sequence of operations on a YYC_KV_MIXED
+ * storage in a fresh temporary folder - saves (inline, to md5(key), to custom names, with
+ * invalid names, empty keys, empty values, extended data), reads, item reads, batch reads,
+ * removals, size and time removals, LRU fits, remove-all (fast and slow) and reopens - and
+ * compares every result with a simple in-memory model: statuses, bytes, file names, sizes,
+ * extended data, count and total size after every operation. It returns 0 and aborts (after
+ * printing the operation) on the first disagreement, so it is ready to be the body of a
+ * libFuzzer target:
+ *
+ *     #include "reliability_fuzz.h"
+ *     int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return rel_fuzz_kv_one(d, n); }
+ *
+ * (built with clang -fsanitize=fuzzer,address from the Swift toolchain; `make fuzz` is the build
+ * engineer's). test_bad_input.c runs it on fixed-seed random inputs as a smoke test.
+ */
+#ifndef YYCACHE_RELIABILITY_FUZZ_H
+#define YYCACHE_RELIABILITY_FUZZ_H
+
+#include "reliability_support.h"
+
+#define FZ_KEYS 8
+
+typedef struct fz_entry {
+    bool present;
+    unsigned char *val;
+    size_t len;
+    char filename[400]; /* "" = inline */
+    unsigned char ext[8];
+    size_t ext_len;
+} fz_entry;
+
+typedef struct fz_state {
+    const uint8_t *data;
+    size_t size, pos;
+    char dir[4096];
+    yyc_kv *kv;
+    fz_entry model[FZ_KEYS];
+    const char *keys[FZ_KEYS];
+    char long_key[301];
+    long op_index;
+    const char *op_name;
+} fz_state;
+
+static inline uint8_t fz_byte(fz_state *s) { return s->pos < s->size ? s->data[s->pos++] : 0; }
+
+#define FZ_CHECK(s, cond, ...)                                                           \
+    do {                                                                                 \
+        if (!(cond)) {                                                                   \
+            fprintf(stderr, "fuzz: operation %ld (%s): %s: ", (s)->op_index, (s)->op_name, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                                \
+            fprintf(stderr, " [%s]\n", rel_last_error());                                \
+            abort();                                                                     \
+        }                                                                                \
+    } while (0)
+
+static inline void fz_entry_clear(fz_entry *e) {
+    free(e->val);
+    memset(e, 0, sizeof *e);
+}
+
+static inline void fz_open(fz_state *s) {
+    int st = yyc_kv_open(s->dir, YYC_KV_MIXED, &s->kv);
+    FZ_CHECK(s, st == YYC_OK, "open %s", yyc_status_name(st));
+}
+
+/* Compares a returned item (value included when with_value) with the model entry. */
+static inline void fz_check_item(fz_state *s, int k, const yyc_kv_item *it, bool with_value) {
+    const fz_entry *e = &s->model[k];
+    FZ_CHECK(s, it && e->present, "item for key %d (model present %d)", k, e->present);
+    FZ_CHECK(s, strcmp(it->key, s->keys[k]) == 0, "item key");
+    FZ_CHECK(s, it->size == (int64_t)e->len, "size %lld, model %zu", (long long)it->size, e->len);
+    if (e->filename[0])
+        FZ_CHECK(s, it->filename && strcmp(it->filename, e->filename) == 0, "file name %s, model %s",
+                 it->filename ? it->filename : "(inline)", e->filename);
+    else
+        FZ_CHECK(s, it->filename == NULL, "file name %s for an inline value", it->filename);
+    FZ_CHECK(s, it->extended_len == e->ext_len &&
+                    (e->ext_len == 0 || memcmp(it->extended_data, e->ext, e->ext_len) == 0),
+             "extended data (%zu bytes, model %zu)", it->extended_len, e->ext_len);
+    if (with_value)
+        FZ_CHECK(s, it->value_len == e->len && (e->len == 0 || memcmp(it->value, e->val, e->len) == 0),
+                 "value (%zu bytes, model %zu)", it->value_len, e->len);
+    else
+        FZ_CHECK(s, it->value == NULL, "info item with a value");
+}
+
+static inline void fz_check_totals(fz_state *s) {
+    int64_t count = -1, size = -1, mc = 0, ms = 0;
+    for (int k = 0; k < FZ_KEYS; k++)
+        if (s->model[k].present) {
+            mc++;
+            ms += (int64_t)s->model[k].len;
+        }
+    FZ_CHECK(s, yyc_kv_count(s->kv, &count) == YYC_OK && count == mc, "count %lld, model %lld",
+             (long long)count, (long long)mc);
+    FZ_CHECK(s, yyc_kv_size(s->kv, &size) == YYC_OK && size == ms, "size %lld, model %lld",
+             (long long)size, (long long)ms);
+}
+
+/* After an operation whose victims the model cannot predict (LRU fits), adopt the storage's
+ * answer for presence - every remaining entry must still match the model. */
+static inline void fz_sync_presence(fz_state *s) {
+    for (int k = 0; k < FZ_KEYS; k++) {
+        if (!s->model[k].present) continue;
+        int st = yyc_kv_exists(s->kv, s->keys[k]);
+        FZ_CHECK(s, st == YYC_OK || st == YYC_NOTFOUND, "exists %s", yyc_status_name(st));
+        if (st == YYC_NOTFOUND) fz_entry_clear(&s->model[k]);
+    }
+}
+
+static inline void fz_op(fz_state *s) {
+    uint8_t op = fz_byte(s) % 16;
+    int k = fz_byte(s) % FZ_KEYS;
+    const char *key = s->keys[k];
+    fz_entry *e = &s->model[k];
+    int st;
+    switch (op) {
+    case 0:
+    case 1:
+    case 2: { /* save */
+        s->op_name = "save";
+        uint8_t how = fz_byte(s) % 10;
+        uint8_t lb = fz_byte(s), seed = fz_byte(s), extb = fz_byte(s);
+        size_t len = lb < 8 ? 0 : lb < 128 ? (size_t)lb * 3 : (size_t)(lb - 120) * 377;
+        unsigned char *v = len ? malloc(len) : NULL;
+        for (size_t i = 0; i < len; i++) v[i] = (unsigned char)(seed + i * 7);
+        char name[400];
+        const char *fname = NULL;
+        bool bad_name = false;
+        switch (how) {
+        case 0: case 1: case 2: break;                          /* inline */
+        case 3: fname = ""; break;                              /* empty: inline */
+        case 4: case 5: yyc_kv_md5_filename(key, name); fname = name; break;
+        case 6: snprintf(name, sizeof name, "f%d", k); fname = name; break;
+        case 7: snprintf(name, sizeof name, "g%d.bin", k); fname = name; break;
+        case 8: fname = seed % 2 ? "a/b" : ".."; bad_name = true; break;
+        default:
+            memset(name, 'n', 300);
+            name[300] = '\0';
+            fname = name;
+            bad_name = true;
+        }
+        unsigned char ext[8];
+        for (int i = 0; i < 8; i++) ext[i] = (unsigned char)(extb + i);
+        size_t ext_len = extb % 3 == 0 ? 0 : extb % 3 == 1 ? 8 : 3;
+        st = yyc_kv_save(s->kv, key, v, len, fname, ext_len ? ext : NULL, ext_len);
+        int want = (!key[0] || bad_name) ? YYC_EINVAL : YYC_OK;
+        FZ_CHECK(s, st == want, "save status %s, expected %s", yyc_status_name(st),
+                 yyc_status_name(want));
+        if (st == YYC_OK) {
+            fz_entry_clear(e);
+            e->present = true;
+            e->val = v;
+            v = NULL;
+            e->len = len;
+            snprintf(e->filename, sizeof e->filename, "%s", fname ? fname : "");
+            memcpy(e->ext, ext, ext_len);
+            e->ext_len = ext_len;
+        }
+        free(v);
+        break;
+    }
+    case 3: { /* get value */
+        s->op_name = "get_value";
+        void *v = NULL;
+        size_t n = 0;
+        st = yyc_kv_get_value(s->kv, key, &v, &n);
+        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model present %d",
+                 yyc_status_name(st), e->present);
+        if (st == YYC_OK)
+            FZ_CHECK(s, n == e->len && (n == 0 || memcmp(v, e->val, n) == 0), "value %zu/%zu", n,
+                     e->len);
+        yyc_free(v);
+        break;
+    }
+    case 4:
+    case 5: { /* get item / info */
+        bool with_value = op == 4;
+        s->op_name = with_value ? "get_item" : "get_item_info";
+        yyc_kv_item *it = NULL;
+        st = with_value ? yyc_kv_get_item(s->kv, key, &it) : yyc_kv_get_item_info(s->kv, key, &it);
+        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model present %d",
+                 yyc_status_name(st), e->present);
+        if (st == YYC_OK) fz_check_item(s, k, it, with_value);
+        yyc_kv_item_free(it);
+        break;
+    }
+    case 6: { /* batch get */
+        s->op_name = "get_items";
+        uint8_t mask = fz_byte(s);
+        const char *list[FZ_KEYS + 1];
+        size_t n = 0, expect = 0;
+        for (int i = 0; i < FZ_KEYS; i++)
+            if (mask & (1u << i)) {
+                list[n++] = s->keys[i];
+                expect += s->model[i].present;
+            }
+        if (mask & 1) list[n++] = s->keys[0]; /* a duplicate */
+        bool with_value = fz_byte(s) % 2;
+        yyc_kv_item **items = NULL;
+        size_t count = 0;
+        st = with_value ? yyc_kv_get_items(s->kv, list, n, &items, &count)
+                        : yyc_kv_get_item_infos(s->kv, list, n, &items, &count);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        FZ_CHECK(s, count == expect, "%zu items, model %zu", count, expect);
+        for (size_t i = 0; i < count; i++) {
+            int found = -1;
+            for (int j = 0; j < FZ_KEYS; j++)
+                if (strcmp(items[i]->key, s->keys[j]) == 0) found = j;
+            FZ_CHECK(s, found >= 0, "unknown key in a batch");
+            fz_check_item(s, found, items[i], with_value);
+        }
+        yyc_kv_items_free(items, count);
+        break;
+    }
+    case 7: { /* remove */
+        s->op_name = "remove";
+        st = yyc_kv_remove(s->kv, key);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fz_entry_clear(e);
+        break;
+    }
+    case 8: { /* remove keys */
+        s->op_name = "remove_keys";
+        uint8_t mask = fz_byte(s);
+        const char *list[FZ_KEYS];
+        size_t n = 0;
+        for (int i = 0; i < FZ_KEYS; i++)
+            if (mask & (1u << i)) list[n++] = s->keys[i];
+        st = yyc_kv_remove_keys(s->kv, list, n);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        for (int i = 0; i < FZ_KEYS; i++)
+            if (mask & (1u << i)) fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 9: { /* remove larger than */
+        s->op_name = "remove_larger_than";
+        static const int64_t sizes[] = {INT64_MIN, -1, 0, 100, 5000, 20480, INT64_MAX};
+        int64_t limit = sizes[fz_byte(s) % 7];
+        st = yyc_kv_remove_larger_than(s->kv, limit);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        for (int i = 0; i < FZ_KEYS; i++)
+            if (limit != INT64_MAX && (limit <= 0 || (int64_t)s->model[i].len > limit))
+                fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 10: { /* remove earlier than */
+        s->op_name = "remove_earlier_than";
+        int64_t now = (int64_t)time(NULL);
+        const int64_t times[] = {INT64_MIN, 0, 1, now + 10, INT64_MAX};
+        int which = fz_byte(s) % 5;
+        st = yyc_kv_remove_earlier_than(s->kv, times[which]);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        if (which >= 3)
+            for (int i = 0; i < FZ_KEYS; i++) fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 11: { /* LRU fits */
+        bool by_size = fz_byte(s) % 2;
+        s->op_name = by_size ? "remove_to_fit_size" : "remove_to_fit_count";
+        int64_t limit = by_size ? (int64_t)fz_byte(s) * 300 : fz_byte(s) % 6;
+        st = by_size ? yyc_kv_remove_to_fit_size(s->kv, limit)
+                     : yyc_kv_remove_to_fit_count(s->kv, limit);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fz_sync_presence(s);
+        int64_t total = -1;
+        FZ_CHECK(s, (by_size ? yyc_kv_size(s->kv, &total) : yyc_kv_count(s->kv, &total)) == YYC_OK &&
+                        total <= (limit <= 0 ? 0 : limit),
+                 "total %lld above the limit %lld", (long long)total, (long long)limit);
+        break;
+    }
+    case 12: { /* remove all */
+        bool slow = fz_byte(s) % 2;
+        s->op_name = slow ? "remove_all_progress" : "remove_all";
+        st = slow ? yyc_kv_remove_all_progress(s->kv, NULL, NULL) : yyc_kv_remove_all(s->kv);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        for (int i = 0; i < FZ_KEYS; i++) fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 13: { /* exists */
+        s->op_name = "exists";
+        st = yyc_kv_exists(s->kv, key);
+        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model %d",
+                 yyc_status_name(st), e->present);
+        break;
+    }
+    case 14: { /* reopen */
+        s->op_name = "reopen";
+        yyc_kv_close(s->kv);
+        s->kv = NULL;
+        fz_open(s);
+        break;
+    }
+    default: { /* every key */
+        s->op_name = "read all";
+        for (int i = 0; i < FZ_KEYS; i++) {
+            yyc_kv_item *it = NULL;
+            st = yyc_kv_get_item(s->kv, s->keys[i], &it);
+            FZ_CHECK(s, st == (s->model[i].present ? YYC_OK : YYC_NOTFOUND),
+                     "key %d: status %s, model %d", i, yyc_status_name(st), s->model[i].present);
+            if (st == YYC_OK) fz_check_item(s, i, it, true);
+            yyc_kv_item_free(it);
+        }
+    }
+    }
+    fz_check_totals(s);
+}
+
+/* Runs one input. Returns 0 (libFuzzer's convention); aborts on a disagreement. */
+static inline int rel_fuzz_kv_one(const uint8_t *data, size_t size) {
+    fz_state *s = calloc(1, sizeof *s);
+    if (!s) abort();
+    s->data = data;
+    s->size = size;
+    memset(s->long_key, 'L', 300);
+    const char *keys[FZ_KEYS] = {"a", "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
+                                 s->long_key, "c"};
+    memcpy(s->keys, keys, sizeof keys);
+    const char *base = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/yyc-fuzz-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(s->dir)) abort();
+    s->op_name = "open";
+    fz_open(s);
+    while (s->pos < s->size) {
+        s->op_index++;
+        fz_op(s);
+    }
+    yyc_kv_close(s->kv);
+    test_rm_rf(s->dir);
+    for (int k = 0; k < FZ_KEYS; k++) fz_entry_clear(&s->model[k]);
+    free(s);
+    return 0;
+}
+
+#endif /* YYCACHE_RELIABILITY_FUZZ_H */
