@@ -301,6 +301,15 @@ static int db_open_once(yyc_kv *kv) {
         if (err == EISDIR) return report(kv, true, YYC_ECORRUPT, 0, err, "manifest is a folder");
         return errno_fail(kv, err, "create manifest");
     }
+    /* Links planted as the -wal or -shm file would make every open fail (SQLite refuses them
+     * with SQLITE_OPEN_NOFOLLOW): remove the links themselves, never their targets. */
+    static const char *const side_files[] = {MANIFEST_NAME "-wal", MANIFEST_NAME "-shm"};
+    for (size_t i = 0; i < sizeof side_files / sizeof *side_files; i++) {
+        struct stat st;
+        if (fstatat(kv->root_fd, side_files[i], &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            S_ISLNK(st.st_mode))
+            unlinkat(kv->root_fd, side_files[i], 0);
+    }
     sqlite3 *db = NULL;
     /* NOMUTEX: the owner serialises every call (yyc_kv is single-threaded and yyc_diskcache
      * holds its mutex around each call), so SQLite's own mutexes would be pure overhead. */
@@ -453,6 +462,7 @@ static int step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what) {
 
 typedef struct trash_job {
     int trash_fd;
+    int root_fd;   /* the folder, for the folder lock (-1: none) */
     int data_fd;   /* -1: no sweep of data/ */
     char *db_path; /* for the orphan sweep (NULL: none) */
 } trash_job;
@@ -460,7 +470,7 @@ typedef struct trash_job {
 /* Removes the files of data/ that no manifest row names. Runs on the worker thread with its
  * own read-only connection; every candidate is checked once more against the live manifest
  * just before it is unlinked. Best effort: any failure just stops the sweep. */
-static void remove_orphans(int data_fd, const char *db_path) {
+static void remove_orphans(int root_fd, int data_fd, const char *db_path) {
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX;
 #ifdef SQLITE_OPEN_NOFOLLOW
@@ -502,12 +512,21 @@ static void remove_orphans(int data_fd, const char *db_path) {
         if (fstatat(data_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
         if (S_ISDIR(st.st_mode) || st.st_mtime >= cutoff) continue;
         if (yyc__lru_map_find(&names, name, strlen(name))) continue;
+        /* The final check and the unlink under the folder lock (our own open file description
+         * of the folder, so it excludes this process's storage too): no save can rename a new
+         * file into place under this name in between. */
+        while (root_fd >= 0 && flock(root_fd, LOCK_EX) != 0 && errno == EINTR) {
+        }
+        struct stat now;
         sqlite3_bind_text(one, 1, name, -1, SQLITE_STATIC);
         rc = sqlite3_step(one);
         sqlite3_reset(one);
         sqlite3_clear_bindings(one);
-        if (rc == SQLITE_DONE) unlinkat(data_fd, name, 0); /* a link is removed, not followed */
-        else if (rc != SQLITE_ROW) break;
+        if (rc == SQLITE_DONE && fstatat(data_fd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+            now.st_dev == st.st_dev && now.st_ino == st.st_ino)
+            unlinkat(data_fd, name, 0); /* a link is removed, not followed */
+        if (root_fd >= 0) flock(root_fd, LOCK_UN);
+        if (rc != SQLITE_DONE && rc != SQLITE_ROW) break;
     }
     if (d) closedir(d);
     sqlite3_finalize(all);
@@ -522,9 +541,10 @@ static void empty_trash_job(void *arg) {
     close(job->trash_fd);
     if (job->data_fd >= 0) {
         yyc__fs_remove_stale_temps(job->data_fd, STALE_TEMP_SECONDS);
-        if (job->db_path) remove_orphans(job->data_fd, job->db_path);
+        if (job->db_path) remove_orphans(job->root_fd, job->data_fd, job->db_path);
         close(job->data_fd);
     }
+    if (job->root_fd >= 0) close(job->root_fd);
     free(job->db_path);
     free(job);
 }
@@ -543,8 +563,10 @@ static void schedule_trash_empty(yyc_kv *kv, bool sweep_data) {
     }
     job->trash_fd = tfd;
     job->data_fd = -1;
+    job->root_fd = -1;
     if (sweep_data && kv->data_fd >= 0) {
         job->data_fd = openat(kv->data_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        job->root_fd = openat(kv->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         job->db_path = strdup(kv->db_path); /* NULL (out of memory): no orphan sweep */
     }
     if (yyc__worker_async(kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);

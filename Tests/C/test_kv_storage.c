@@ -1128,6 +1128,19 @@ static void kv_symlinks_in_the_folder_are_never_followed(void **state) {
     assert_int_equal(yyc_kv_remove(kv, "evil"), YYC_OK);
     assert_int_equal(tk_file_size(outside, "precious"), 4);
     yyc_kv_close(kv);
+    /* Links planted as the -wal and -shm files are removed at open, not followed. */
+    assert_int_equal(symlink(tk_join(q, sizeof q, outside, "precious"),
+                             tk_join(p, sizeof p, dir, "manifest.sqlite-wal")),
+                     0);
+    assert_int_equal(symlink(tk_join(q, sizeof q, outside, "precious"),
+                             tk_join(p, sizeof p, dir, "manifest.sqlite-shm")),
+                     0);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "after-links", "ok", NULL);
+    check_value(kv, "after-links", "ok");
+    yyc_kv_close(kv);
+    assert_int_equal(tk_file_size(outside, "precious"), 4);
+    assert_int_equal(tk_count_entries(outside, ""), 1);
     test_rm_rf(dir);
     test_rm_rf(outside);
     free(dir);
