@@ -17,7 +17,19 @@
  *   - a data file whose size differs from the recorded size reads as a miss and is removed
  *     (reported as YYC_ECORRUPT through the hook), like a missing file;
  *   - LRU ties in last_access_time are broken by rowid explicitly (YYKVStorage relied on the
- *     index order, which is the same thing).
+ *     index order, which is the same thing);
+ *   - a CRC-32C of each value in an extra column (value_crc32c) that YYKVStorage ignores; a
+ *     mismatch is a miss plus a corruption event; rows without it (YYKVStorage's) still read;
+ *   - removals delete the row first and the file after (a crash leaves an unreferenced file,
+ *     never a row naming a missing file), and unreferenced or stale temporary files older than
+ *     a grace period are swept in the background after each open;
+ *   - the fast remove-all deletes the rows in place and moves data/ to the trash, instead of
+ *     unlinking the manifest under other connections (#96); the old reset remains the fallback
+ *     for a damaged manifest;
+ *   - several processes may share a folder: an flock on the folder is held around every
+ *     row+file change, data/ is revalidated before file I/O, the WAL switch at open is retried
+ *     while busy, and a value that looks damaged is re-read under the lock before it is dropped;
+ *   - the access time is not rewritten when it already holds the current second.
  */
 #include "internal.h"
 
