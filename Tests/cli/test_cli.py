@@ -437,7 +437,8 @@ class ReadOnlyGuarantees(InspectorTestCase):
         db = sqlite3.connect(os.path.join(self.cache, "manifest.sqlite"))
         try:
             db.execute("pragma wal_autocheckpoint = 0")
-            db.execute("insert into manifest values ('k2', null, 2, x'0102', 1, 1, null)")
+            db.execute("insert into manifest (key, filename, size, inline_data, modification_time,"
+                       " last_access_time, extended_data) values ('k2', null, 2, x'0102', 1, 1, null)")
             db.commit()  # the row lives in the -wal until a checkpoint; the connection stays open
             self.assertGreater(os.path.getsize(os.path.join(self.cache, "manifest.sqlite-wal")), 0)
             self.assertEqual(self.stats_json()["count"], 2)
@@ -604,7 +605,9 @@ class Verify(InspectorTestCase):
         outside = os.path.join(self.tmp, "outside")
         with open(outside, "wb") as f:
             f.write(b"precious")
-        self.sql("insert into manifest values ('evil', '../../outside', 8, null, 1, 1, null)")
+        self.sql("insert into manifest (key, filename, size, inline_data, modification_time,"
+                 " last_access_time, extended_data) "
+                 "values ('evil', '../../outside', 8, null, 1, 1, null)")
         report = self.verify_json("--repair", expect=1)
         self.assertEqual([(p["kind"], p["fixed"]) for p in report["problems"]],
                          [("invalid_filename", False)])
