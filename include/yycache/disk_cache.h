@@ -86,7 +86,8 @@ YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, 
 typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
 YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
 
-/* Removes one value / every value (fast path through trash/). Returns: YYC_OK, errors. */
+/* Removes one value / every value (rows deleted in place, data/ moved to trash/ and emptied on
+ * the background worker; see yyc_kv_remove_all). Returns: YYC_OK, errors. */
 YYC_API int yyc_diskcache_remove(yyc_diskcache *dc, const char *key);
 YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
 

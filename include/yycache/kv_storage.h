@@ -12,6 +12,14 @@
  * An empty key makes writes fail with YYC_EINVAL; reads report YYC_NOTFOUND / false; removals
  * do nothing and return YYC_OK. Values may be empty (0 bytes; stored and read back as empty).
  *
+ * Beyond YYKVStorage, each row also stores a CRC-32C of its value in a column YYKVStorage ignores
+ * (value_crc32c): a value that does not match it, or a data file whose length differs from the
+ * recorded size, reads as YYC_NOTFOUND, is removed, and is reported as YYC_ECORRUPT through the
+ * error hook. Rows written by YYKVStorage (no checksum) still read.
+ *
+ * Several processes may use one folder at once: every change of a row and its file happens under
+ * an flock on the folder, and writes are immediate transactions with a busy timeout.
+ *
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
  * Blocking: every call except yyc_kv_path/type may read or write the disk.
  * Errors: a call returning an error status records details for yyc_last_error().
@@ -50,7 +58,8 @@ typedef struct yyc_kv_item {
 
 /* Called with the details of every error and notable event (for example a corrupt manifest
  * that was deleted and rebuilt: code YYC_ECORRUPT). Runs on the thread of the failing call;
- * it must not call back into the same storage. */
+ * it must not call back into the same storage. An event that happened before a hook was set
+ * (a rebuild during open) is kept and delivered when the hook is set. */
 typedef void (*yyc_error_hook)(void *ctx, const yyc_error *e);
 
 /* Progress of a slow remove-all: removed so far, and the total at the start. */
@@ -103,11 +112,14 @@ YYC_API int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t time);
  * at most the limit. INT64_MAX: nothing; <= 0: everything. */
 YYC_API int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size);
 YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
-/* Fast remove-all: close, delete the manifest files, move data/ to trash/<UUID>, reopen, and
- * empty the trash on the background worker. */
+/* Fast remove-all: deletes every row in one transaction, moves data/ to trash/<UUID> (emptied
+ * on the background worker) and vacuums the manifest. Unlike YYKVStorage it never unlinks the
+ * manifest under other connections (YYCache #96); that reset is only the fallback for a damaged
+ * manifest. */
 YYC_API int yyc_kv_remove_all(yyc_kv *kv);
 /* Slow remove-all: deletes rows and files in LRU batches of 32, calling progress (may be NULL)
- * after each batch with monotonically increasing counts ending at (total, total). */
+ * after each batch with monotonically increasing counts ending at (total, total). An empty
+ * storage returns YYC_OK without calling progress. */
 YYC_API int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx);
 
 /* Gets a whole item (value included) and refreshes its access time. A row whose data file is
