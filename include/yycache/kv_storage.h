@@ -18,7 +18,7 @@
  * error hook. Rows written by YYKVStorage (no checksum) still read.
  *
  * Several processes may use one folder at once: every change of a row and its file happens under
- * an flock on the folder, and writes are immediate transactions with a busy timeout.
+ * an flock on the folder, and SQLite waits up to its busy timeout (5 s) for other connections.
  *
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
  * Blocking: every call except yyc_kv_path/type may read or write the disk.
