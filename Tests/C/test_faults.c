@@ -642,14 +642,11 @@ static void rows_without_a_checksum_still_read(void **state) {
     yyc_diskcache_release(dc);
 }
 
-/* Known bug BUG-ORPHAN-FILES (skipped unless YYC_RUN_KNOWN_BUGS=1): a kill between writing a
- * value's file and committing its row leaves a temporary file (.yyc-tmp-*) or an unreferenced
- * data file; nothing ever deletes them except a remove-all (the crash test prints them as
- * notes). Here: both planted with an old modification time (so a reconciliation that spares
- * young files, which another process may be about to commit, still takes them); the next open
- * must remove them. */
+/* A kill between writing a value's file and committing its row leaves a temporary file
+ * (.yyc-tmp-*) or an unreferenced data file. Planted here with an old modification time (the
+ * sweep spares young files, which another process may be about to commit); the next open
+ * removes them. (Nothing did before f9dd383: BUG-ORPHAN-FILES.) */
 static void leftover_temporary_and_unreferenced_files_are_removed_by_the_next_open(void **state) {
-    REL_KNOWN_BUG("BUG-ORPHAN-FILES");
     fixture *f = *state;
     fill(f->dir, 4);
     char *data = rel_path(f->dir, "data");

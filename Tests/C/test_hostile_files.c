@@ -324,15 +324,12 @@ static void links_in_place_of_the_wal_and_shm_are_not_followed(void **state) {
                 rel_last_error());
     }
     expect_outside_unchanged(f);
-    /* Known bug BUG-WAL-LINK (a warning unless YYC_RUN_KNOWN_BUGS=1): SQLite refuses the links
-     * (SQLITE_CANTOPEN, ELOOP), so nothing outside changes, but every open then fails until
-     * someone removes them; the library removes a link planted as manifest.sqlite and should
-     * do the same for its -wal and -shm. */
-    if (s != YYC_OK) {
-        fprintf(stderr, "the cache stays unusable while the links exist%s\n",
-                rel_run_known_bugs() ? "" : " [known bug BUG-WAL-LINK, not failing]");
-        assert_false(rel_run_known_bugs());
-    }
+    /* And the cache works: the links are removed at open (c208c6b). Before, SQLite refused
+     * them (SQLITE_CANTOPEN, ELOOP) and every open failed until someone removed them
+     * (BUG-WAL-LINK). */
+    assert_int_equal(s, YYC_OK);
+    expect_not_link(wal);
+    expect_not_link(shm);
     free(wal);
     free(shm);
     free(victim);

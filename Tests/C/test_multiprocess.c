@@ -15,8 +15,8 @@
  * starts workers together on new folders: every one of them must open the cache. A fourth
  * kills workers with SIGKILL again and again while two others keep working.
  *
- * Cross-process races on a key's data file are a known bug (BUG-MP-FILE-RACE, see
- * child_verify): the final-state check reports them as warnings unless YYC_RUN_KNOWN_BUGS=1.
+ * Remove-all racing with other processes' writes is a known bug (BUG-MP-CLEAR-RACE): that
+ * case is skipped unless YYC_RUN_KNOWN_BUGS=1.
  *
  * Environment: YYC_MP_SECONDS (default 3) sets how long the workers run.
  */
@@ -133,18 +133,16 @@ static int child_worker(int argc, char **argv) {
     return st.errors || st.bad_values ? 1 : 0;
 }
 
-/* --child verify DIR: the manifest, data/ and the API agree.
- * Known bug BUG-MP-FILE-RACE (a warning unless YYC_RUN_KNOWN_BUGS=1): writers in different
- * processes race on a key's data file (data/<md5(key)> is shared by every version of the key,
- * and the file operations are not inside the manifest's write transaction), so a row can end
- * up naming a file another process deleted or replaced. */
+/* --child verify DIR [after-kills]: the manifest, data/ and the API agree. (Writers in
+ * different processes used to race on a key's data file and leave rows naming missing or
+ * replaced files - BUG-MP-FILE-RACE, fixed by a2ad12a/661c218's folder lock.) */
 static int child_verify(int argc, char **argv) {
     if (argc != 2 && argc != 3) return 2;
     const char *dir = argv[1];
     /* "after-kills": processes were killed mid-write, so the key each was writing may have a
      * row whose file was already replaced (a miss, not an inconsistency). */
     bool after_kills = argc == 3 && strcmp(argv[2], "after-kills") == 0;
-    bool failed = false, strict = rel_run_known_bugs() && !after_kills;
+    bool failed = false;
     rel_manifest_scan scan = rel_scan_manifest(dir);
     REL_CHECK(scan.rc == SQLITE_OK, "manifest unreadable: sqlite %d", scan.rc);
     yyc_diskcache *dc = NULL;
@@ -158,17 +156,16 @@ static int child_verify(int argc, char **argv) {
                 (long long)scan.rows);
         failed = true;
     }
-    const char *known = strict ? "" : " [known bug BUG-MP-FILE-RACE, not failing]";
     if (scan.missing) {
-        fprintf(stderr, "verify: %lld of %lld file rows name a missing data file%s\n",
-                (long long)scan.missing, (long long)scan.file_rows, known);
-        failed |= strict;
+        fprintf(stderr, "verify: %lld of %lld file rows name a missing data file\n",
+                (long long)scan.missing, (long long)scan.file_rows);
+        failed = true;
     }
     if (scan.mismatched) {
         fprintf(stderr, "verify: %lld rows' data files have another size than the row says "
                         "(the row's value is lost)%s\n",
-                (long long)scan.mismatched, known);
-        failed |= strict;
+                (long long)scan.mismatched, after_kills ? " [a killed writer's key]" : "");
+        failed |= !after_kills;
     }
     if (scan.orphans)
         fprintf(stderr, "verify: note: %lld files in data/ belong to no row (%lld temporary)\n",
@@ -193,9 +190,9 @@ static int child_verify(int argc, char **argv) {
         }
         yyc_free(v);
     }
-    /* Rows with a missing or resized file read as misses (and are dropped): expected only
-     * while BUG-MP-FILE-RACE stands, or for the key a killed process was writing. */
-    int64_t broken = strict ? 0 : scan.missing + scan.mismatched;
+    /* Rows with a resized file read as misses (and are dropped): expected only for the key a
+     * killed process was writing. */
+    int64_t broken = after_kills ? scan.mismatched : 0;
     /* Once every key has been read, the library has dropped every broken row: from now on
      * the manifest and data/ agree whatever happened before. */
     rel_manifest_scan after = rel_scan_manifest(dir);
