@@ -5,16 +5,17 @@
 #include "lru_map.h"
 
 #include <bsd/stdlib.h> /* arc4random_buf */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* --- private prototypes --- */
 
-static void start_resize(yyc__lru_map *m, size_t new_buckets);
-static void grow_if_needed(yyc__lru_map *m);
+static bool start_resize(yyc__lru_map *m, size_t new_slots);
+static bool grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
-static yyc__lru_node *new_node(const void *key, size_t key_len, uint32_t hash);
+static yyc__lru_node *new_node(const void *key, size_t key_len);
 static void link_head(yyc__lru_map *m, yyc__lru_node *n);
 static void cost_add(yyc__lru_map *m, size_t cost);
 static void cost_sub(yyc__lru_map *m, size_t cost);
@@ -118,6 +119,131 @@ static void cost_sub(yyc__lru_map *m, size_t cost) {
     m->cost_lo -= cost;
 }
 
+/* --- slots --- */
+
+/* A slot: node pointer in bits 0-47, distance from home in bits 48-55 (255 = 255 or more), tag
+ * (the hash's top 8 bits) in bits 56-63; 0 = empty. User-space pointers on the platforms we
+ * build for fit in 48 bits; new_node refuses (as out of memory) a node that would not. */
+#define PTR_BITS 48
+#define PTR_MASK ((UINT64_C(1) << PTR_BITS) - 1)
+#define DIST_MAX 255u
+
+static inline uint64_t tag_of(uint64_t h) { return h >> 56; }
+static inline yyc__lru_node *slot_node(uint64_t s) { return (yyc__lru_node *)(uintptr_t)(s & PTR_MASK); }
+static inline size_t slot_dist_field(uint64_t s) { return (size_t)((s >> PTR_BITS) & 0xff); }
+static inline uint64_t slot_tag(uint64_t s) { return s >> 56; }
+static inline uint64_t slot_make(const yyc__lru_node *n, size_t dist, uint64_t tag) {
+    uint64_t d = dist < DIST_MAX ? dist : DIST_MAX;
+    return (uint64_t)(uintptr_t)n | (d << PTR_BITS) | (tag << 56);
+}
+/* Same slot with another distance. */
+static inline uint64_t slot_with_dist(uint64_t s, size_t dist) {
+    uint64_t d = dist < DIST_MAX ? dist : DIST_MAX;
+    return (s & ~(UINT64_C(0xff) << PTR_BITS)) | (d << PTR_BITS);
+}
+
+static inline uint64_t node_hash(const yyc__lru_map *m, const yyc__lru_node *n) {
+    return yyc__hash_bytes(n->key, n->key_len, m->seed);
+}
+
+/* The exact distance of the entry in slot s at position pos of a table with mask mask. */
+static inline size_t slot_dist(const yyc__lru_map *m, uint64_t s, size_t pos, size_t mask) {
+    size_t d = slot_dist_field(s);
+    if (d < DIST_MAX) return d;
+    return (pos - ((size_t)node_hash(m, slot_node(s)) & mask)) & mask; /* rare */
+}
+
+/* Key equality with the common short lengths inlined (integer keys are 8 bytes). */
+static inline bool key_eq(const unsigned char *a, const unsigned char *b, size_t len) {
+    if (len >= 8 && len <= 16) {
+        uint64_t x0, y0, x1, y1;
+        memcpy(&x0, a, 8);
+        memcpy(&y0, b, 8);
+        memcpy(&x1, a + len - 8, 8);
+        memcpy(&y1, b + len - 8, 8);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    if (len >= 4 && len < 8) {
+        uint32_t x0, y0, x1, y1;
+        memcpy(&x0, a, 4);
+        memcpy(&y0, b, 4);
+        memcpy(&x1, a + len - 4, 4);
+        memcpy(&y1, b + len - 4, 4);
+        return ((x0 ^ y0) | (x1 ^ y1)) == 0;
+    }
+    return len == 0 || memcmp(a, b, len) == 0;
+}
+
+/* Searches one table for key (hash h). For the old table of a migration, start is the slot
+ * where migration began (it was empty) and the lo slots from there on are migrated (skipped);
+ * both are 0 for the current table. Returns the slot index, or SIZE_MAX if absent. When want is
+ * not NULL, looks for that node (by pointer) instead of comparing keys. */
+static inline size_t probe(const yyc__lru_map *m, const uint64_t *t, size_t mask, size_t start,
+                           size_t lo, uint64_t h, const void *key, size_t key_len,
+                           const yyc__lru_node *want) {
+    size_t pos = (size_t)h & mask, dist = 0;
+    size_t v = (pos - start) & mask; /* index relative to start */
+    if (v < lo) {
+        dist = lo - v;
+        pos = (start + lo) & mask;
+    }
+    uint64_t tag = tag_of(h);
+    for (;;) {
+        uint64_t s = t[pos];
+        if (!s) return SIZE_MAX;
+        size_t sd = slot_dist_field(s);
+        if (sd < dist) { /* Robin Hood: the key would have taken this slot */
+            if (sd < DIST_MAX || slot_dist(m, s, pos, mask) < dist) return SIZE_MAX;
+        }
+        if (slot_tag(s) == tag) {
+            const yyc__lru_node *n = slot_node(s);
+            if (want ? n == want
+                     : (n->key_len == key_len && key_eq(n->key, key, key_len)))
+                return pos;
+        }
+        pos = (pos + 1) & mask;
+        dist++;
+        if (dist > mask) return SIZE_MAX; /* whole table seen (only when it is full) */
+    }
+}
+
+/* Places node (hash h) in table t by Robin Hood insertion. The table has an empty slot. */
+static void place(const yyc__lru_map *m, uint64_t *t, size_t mask, const yyc__lru_node *n,
+                  uint64_t h) {
+    size_t pos = (size_t)h & mask, dist = 0;
+    uint64_t cur = slot_make(n, 0, tag_of(h));
+    for (;;) {
+        uint64_t s = t[pos];
+        if (!s) {
+            t[pos] = slot_with_dist(cur, dist);
+            return;
+        }
+        size_t sd = slot_dist_field(s);
+        if (sd == DIST_MAX) sd = slot_dist(m, s, pos, mask);
+        if (sd < dist) { /* take the slot from the richer entry, carry it on */
+            t[pos] = slot_with_dist(cur, dist);
+            cur = s;
+            dist = sd;
+        }
+        pos = (pos + 1) & mask;
+        dist++;
+    }
+}
+
+/* Empties slot pos of table t and shifts the following run back (backward-shift deletion).
+ * Slots of a migrated region are 0, so the shift never enters it. */
+static void erase_slot(const yyc__lru_map *m, uint64_t *t, size_t mask, size_t pos) {
+    for (;;) {
+        size_t next = (pos + 1) & mask;
+        uint64_t s = t[next];
+        if (!s || slot_dist_field(s) == 0) break;
+        size_t sd = slot_dist(m, s, next, mask);
+        t[pos] = slot_with_dist(s, sd - 1);
+        pos = next;
+    }
+    t[pos] = 0;
+}
+
 /* --- table --- */
 
 void yyc__lru_map_init(yyc__lru_map *m) {
@@ -132,7 +258,7 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
         free(n);
         n = next;
     }
-    free(m->buckets);
+    free(m->slots);
     free(m->old);
     uint64_t seed = m->seed;
     memset(m, 0, sizeof *m);
@@ -141,42 +267,32 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
 
 /* --- incremental resize --- */
 
-/* The chain slot where a node with hash h lives (or would be inserted): see the invariants. */
-static inline yyc__lru_node **slot_for(const yyc__lru_map *m, uint32_t h) {
-    if (m->old) {
-        size_t i = h & m->old_mask;
-        if (i >= m->migrate_pos) return &m->old[i];
-    }
-    return &m->buckets[h & m->mask];
-}
-
-/* Moves the chain of old slot migrate_pos into the current table. Returns the nodes moved. */
+/* Moves the entry of old slot migrate_pos (if any) into the current table. Returns the entries
+ * moved (0 or 1). */
 static size_t migrate_slot(yyc__lru_map *m) {
-    yyc__lru_node *n = m->old[m->migrate_pos];
-    m->old[m->migrate_pos] = NULL;
+    size_t i = (m->migrate_start + m->migrate_pos) & m->old_mask;
+    uint64_t s = m->old[i];
+    m->old[i] = 0;
     m->migrate_pos++;
-    size_t moved = 0;
-    while (n) {
-        yyc__lru_node *next = n->chain;
-        size_t j = n->hash & m->mask;
-        n->chain = m->buckets[j];
-        m->buckets[j] = n;
-        n = next;
-        moved++;
+    if (s) {
+        const yyc__lru_node *n = slot_node(s);
+        place(m, m->slots, m->mask, n, node_hash(m, n));
     }
     if (m->migrate_pos > m->old_mask) {
         free(m->old);
         m->old = NULL;
         m->old_mask = 0;
         m->migrate_pos = 0;
+        m->migrate_start = 0;
     }
-    return moved;
+    return s != 0;
 }
 
 /* A bounded step of migration, done by every mutating call: about 32 units of work where a
- * slot visit costs 1 and a moved node 4 (a likely cache miss). Growing from S to 2S slots
- * moves ~S nodes over the >= S inserts before the next growth, so migration always finishes
- * in time; empty slots are cheap, so a shrink of a sparse table finishes quickly. */
+ * slot visit costs 1 and a moved entry 4 (its node is read to rehash the key: a likely cache
+ * miss). Growing from S to 2S slots moves <= 4S/5 entries over the >= 4S/5 inserts before the
+ * next growth, so migration always finishes in time; empty slots are cheap, so a shrink of a
+ * sparse table finishes quickly. */
 static void migrate_some(yyc__lru_map *m) {
     size_t budget = 32;
     while (m->old && budget > 0) {
@@ -185,56 +301,71 @@ static void migrate_some(yyc__lru_map *m) {
     }
 }
 
-/* Starts moving to a table of new_buckets slots (a power of two). A previous migration still
- * under way is finished first (rare: the steps above normally complete it in time). If the
- * allocation fails nothing changes: chains just get longer. */
-static void start_resize(yyc__lru_map *m, size_t new_buckets) {
+/* Starts moving to a table of new_slots slots (a power of two). A previous migration still
+ * under way is finished first (rare: the steps above normally complete it in time). Returns
+ * false, changing nothing, if the allocation fails. */
+static bool start_resize(yyc__lru_map *m, size_t new_slots) {
     while (m->old) migrate_slot(m);
-    yyc__lru_node **nb = calloc(new_buckets, sizeof *nb);
-    if (!nb) return;
-    if (!m->buckets) {
-        m->buckets = nb;
-        m->mask = new_buckets - 1;
-        return;
+    uint64_t *t = calloc(new_slots, sizeof *t);
+    if (!t) return false;
+    if (!m->slots) {
+        m->slots = t;
+        m->mask = new_slots - 1;
+        return true;
     }
-    m->old = m->buckets;
+    /* Migrate from an empty slot on: no probe run of old crosses it (old takes no inserts, and
+     * a backward shift never fills an empty slot), so the runs never wrap around the boundary
+     * between the migrated and the unmigrated slots. */
+    size_t start = 0;
+    while (m->slots[start]) start++; /* the load is < 1: an empty slot exists */
+    m->old = m->slots;
     m->old_mask = m->mask;
+    m->migrate_start = start;
     m->migrate_pos = 0;
-    m->buckets = nb;
-    m->mask = new_buckets - 1;
+    m->slots = t;
+    m->mask = new_slots - 1;
+    return true;
 }
 
-/* Keeps the load factor <= 1 (count <= slots of the current table). The index uses 32 hash
- * bits, so the table stops growing at 2^32 slots. */
-static void grow_if_needed(yyc__lru_map *m) {
-    if (!m->buckets) {
-        start_resize(m, YYC__LRU_MIN_BUCKETS);
-        return;
+/* Makes room for one more entry: keeps the load <= 4/5 of the current table (growing stops at
+ * 2^32 slots). Returns false if there is no room at all (first table or a full one could not
+ * be allocated). */
+static bool grow_if_needed(yyc__lru_map *m) {
+    if (!m->slots) return start_resize(m, YYC__LRU_MIN_BUCKETS);
+    size_t slots = m->mask + 1;
+    if (m->count + 1 > slots / 5 * 4 + (slots % 5) * 4 / 5 && slots <= (size_t)UINT32_MAX &&
+        slots <= SIZE_MAX / 2 / sizeof(uint64_t)) {
+        if (start_resize(m, slots * 2)) return true;
     }
-    size_t buckets = m->mask + 1;
-    if (m->count >= buckets && buckets <= (size_t)UINT32_MAX && buckets <= SIZE_MAX / 2)
-        start_resize(m, buckets * 2);
+    /* An allocation failed (or the table is at its largest): fill up, keeping one slot empty.
+     * Entries still in old were counted, and all of them must fit in the current table. */
+    return m->count + 1 <= m->mask;
 }
 
-/* Halves the table when it is at most 1/8 full; hysteresis (grow at 1, shrink at 1/8 to 1/4)
- * keeps the cost amortized O(1). Called by pop_tail only: an LRU eviction loop (a trim) gives
- * memory back, while removals by key keep the capacity as Swift's Dictionary does, so that
- * emptying a cache key by key and refilling it does not resize twice. */
+/* Halves the table when it is at most 1/8 full; hysteresis (grow at 4/5, shrink at 1/8 to
+ * 1/4) keeps the cost amortized O(1). Called by pop_tail only: an LRU eviction loop (a trim)
+ * gives memory back, while removals by key keep the capacity as Swift's Dictionary does, so
+ * that emptying a cache key by key and refilling it does not resize twice. */
 static void shrink_if_sparse(yyc__lru_map *m) {
-    size_t buckets = m->mask + 1;
-    if (!m->old && buckets > YYC__LRU_MIN_BUCKETS && m->count <= buckets / 8)
-        start_resize(m, buckets / 2);
+    size_t slots = m->mask + 1;
+    if (!m->old && slots > YYC__LRU_MIN_BUCKETS && m->count <= slots / 8)
+        (void)start_resize(m, slots / 2);
 }
 
-static yyc__lru_node *new_node(const void *key, size_t key_len, uint32_t hash) {
+static yyc__lru_node *new_node(const void *key, size_t key_len) {
     if (key_len > UINT32_MAX) return NULL;
-    yyc__lru_node *n = malloc(sizeof *n + key_len);
+    size_t size = offsetof(yyc__lru_node, key) + key_len;
+    if (size < sizeof(yyc__lru_node)) size = sizeof(yyc__lru_node);
+    yyc__lru_node *n = malloc(size);
     if (!n) return NULL;
-    n->prev = n->next = n->chain = NULL;
+    if ((uint64_t)(uintptr_t)n >> PTR_BITS) { /* cannot be encoded in a slot */
+        free(n);
+        return NULL;
+    }
+    n->prev = n->next = NULL;
     n->value = NULL;
     n->cost = 0;
     n->time = 0.0;
-    n->hash = hash;
     n->key_len = (uint32_t)key_len;
     if (key_len) memcpy(n->key, key, key_len);
     return n;
@@ -249,46 +380,44 @@ static void link_head(yyc__lru_map *m, yyc__lru_node *n) {
 }
 
 static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key, size_t key_len,
-                                         uint32_t h) {
-    if (!m->buckets) return NULL;
-    for (yyc__lru_node *n = *slot_for(m, h); n; n = n->chain) {
-        if (n->hash == h && n->key_len == key_len &&
-            (key_len == 0 || memcmp(n->key, key, key_len) == 0))
-            return n;
+                                         uint64_t h) {
+    if (!m->slots) return NULL;
+    size_t pos = probe(m, m->slots, m->mask, 0, 0, h, key, key_len, NULL);
+    if (pos != SIZE_MAX) return slot_node(m->slots[pos]);
+    if (m->old) {
+        pos = probe(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, h, key, key_len,
+                    NULL);
+        if (pos != SIZE_MAX) return slot_node(m->old[pos]);
     }
     return NULL;
 }
 
-/* Adds n (already hashed) to its chain and at the list head; grows first if needed. */
-static void add_node(yyc__lru_map *m, yyc__lru_node *n) {
+/* Adds n (hash h) to the table and at the list head. Returns false (nothing changed) if there
+ * is no room. */
+static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
     migrate_some(m);
-    grow_if_needed(m);
-    if (!m->buckets) { /* the very first table could not be allocated: chain nothing */
-        return;
-    }
-    yyc__lru_node **slot = slot_for(m, n->hash);
-    n->chain = *slot;
-    *slot = n;
+    if (!grow_if_needed(m)) return false;
+    place(m, m->slots, m->mask, n, h);
     link_head(m, n);
     m->count++;
     cost_add(m, n->cost);
+    return true;
 }
 
 yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t key_len) {
-    if (!m->buckets || key_len > UINT32_MAX) return NULL;
-    return find_hashed(m, key, key_len, (uint32_t)yyc__hash_bytes(key, key_len, m->seed));
+    if (!m->slots || key_len > UINT32_MAX) return NULL;
+    return find_hashed(m, key, key_len, yyc__hash_bytes(key, key_len, m->seed));
 }
 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
                                    size_t cost, double time) {
     if (key_len > UINT32_MAX) return NULL; /* before hashing: the key is never read */
-    yyc__lru_node *n = new_node(key, key_len, (uint32_t)yyc__hash_bytes(key, key_len, m->seed));
+    yyc__lru_node *n = new_node(key, key_len);
     if (!n) return NULL;
     n->value = value;
     n->cost = cost;
     n->time = time;
-    add_node(m, n);
-    if (!m->buckets) {
+    if (!add_node(m, n, yyc__hash_bytes(key, key_len, m->seed))) {
         free(n);
         return NULL;
     }
@@ -299,13 +428,12 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
                                            bool *inserted) {
     *inserted = false;
     if (key_len > UINT32_MAX) return NULL;
-    uint32_t h = (uint32_t)yyc__hash_bytes(key, key_len, m->seed);
+    uint64_t h = yyc__hash_bytes(key, key_len, m->seed);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
-    n = new_node(key, key_len, h);
+    n = new_node(key, key_len);
     if (!n) return NULL;
-    add_node(m, n);
-    if (!m->buckets) {
+    if (!add_node(m, n, h)) {
         free(n);
         return NULL;
     }
@@ -328,11 +456,16 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     n->cost = cost;
 }
 
-/* Takes n out of its chain and the list and updates the totals. */
+/* Takes n out of the table and the list and updates the totals. */
 static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
-    yyc__lru_node **pp = slot_for(m, n->hash);
-    while (*pp != n) pp = &(*pp)->chain;
-    *pp = n->chain;
+    uint64_t h = node_hash(m, n);
+    size_t pos = probe(m, m->slots, m->mask, 0, 0, h, NULL, 0, n);
+    if (pos != SIZE_MAX) {
+        erase_slot(m, m->slots, m->mask, pos);
+    } else {
+        pos = probe(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, h, NULL, 0, n);
+        erase_slot(m, m->old, m->old_mask, pos); /* n is in the map: found in one table */
+    }
     if (n->prev) n->prev->next = n->next;
     else m->head = n->next;
     if (n->next) n->next->prev = n->prev;
@@ -341,7 +474,6 @@ static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
     cost_sub(m, n->cost);
     n->next = NULL;
     n->prev = NULL;
-    n->chain = NULL;
 }
 
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *n) {
@@ -366,7 +498,7 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m) {
 
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     yyc__lru_node *list = m->head;
-    *out_table = m->buckets;
+    *out_table = m->slots;
     free(m->old); /* rare: only while a resize is under way */
     uint64_t seed = m->seed;
     memset(m, 0, sizeof *m);
@@ -388,26 +520,53 @@ void yyc__lru_node_free(yyc__lru_node *node) { free(node); }
         }                                                                             \
     } while (0)
 
+/* Checks one table's slots (start, lo: as for probe; 0 for the current table) and counts its
+ * entries into *entries. */
+static bool check_table(const yyc__lru_map *m, const uint64_t *t, size_t mask, size_t start,
+                        size_t lo, size_t *entries) {
+    for (size_t v = 0; v < lo; v++) CHECK(t[(start + v) & mask] == 0);
+    for (size_t i = 0; i <= mask; i++) {
+        if (((i - start) & mask) < lo) continue;
+        uint64_t s = t[i];
+        if (!s) continue;
+        const yyc__lru_node *n = slot_node(s);
+        uint64_t h = node_hash(m, n);
+        size_t dist = (i - ((size_t)h & mask)) & mask;
+        CHECK(slot_dist_field(s) == (dist < DIST_MAX ? dist : DIST_MAX));
+        CHECK(slot_tag(s) == tag_of(h));
+        /* Robin Hood order: the previous slot holds an entry at most one closer to home,
+         * unless it lies in the migrated region (emptied without shifting). */
+        size_t prev = (i - 1) & mask;
+        if (dist > 0 && !(lo > 0 && ((prev - start) & mask) < lo)) {
+            CHECK(t[prev] != 0);
+            CHECK(slot_dist(m, t[prev], prev, mask) + 1 >= dist);
+        }
+        CHECK(*entries < m->count);
+        (*entries)++;
+    }
+    return true;
+}
+
 bool yyc__lru_map_check(const yyc__lru_map *m) {
-    CHECK((m->buckets == NULL) == (m->mask == 0));
+    CHECK((m->slots == NULL) == (m->mask == 0));
     CHECK((m->head == NULL) == (m->tail == NULL));
     CHECK((m->head == NULL) == (m->count == 0));
-    if (m->buckets) {
-        size_t buckets = m->mask + 1;
-        CHECK(buckets >= YYC__LRU_MIN_BUCKETS && (buckets & m->mask) == 0);
+    if (m->slots) {
+        size_t slots = m->mask + 1;
+        CHECK(slots >= YYC__LRU_MIN_BUCKETS && (slots & m->mask) == 0);
+        CHECK(m->count <= m->mask); /* an empty slot always remains */
     } else {
         CHECK(m->count == 0);
         CHECK(m->old == NULL);
     }
     if (m->old) {
-        size_t old_buckets = m->old_mask + 1;
-        CHECK(old_buckets >= YYC__LRU_MIN_BUCKETS && (old_buckets & m->old_mask) == 0);
-        CHECK(m->migrate_pos <= m->old_mask);
-        for (size_t i = 0; i < m->migrate_pos; i++) CHECK(m->old[i] == NULL);
+        size_t old_slots = m->old_mask + 1;
+        CHECK(old_slots >= YYC__LRU_MIN_BUCKETS && (old_slots & m->old_mask) == 0);
+        CHECK(m->migrate_pos <= m->old_mask && m->migrate_start <= m->old_mask);
     } else {
-        CHECK(m->old_mask == 0 && m->migrate_pos == 0);
+        CHECK(m->old_mask == 0 && m->migrate_pos == 0 && m->migrate_start == 0);
     }
-    /* Walk the list: links both ways, count, cost sum, and each node findable in its chain. */
+    /* Walk the list: links both ways, count, cost sum, and each node findable. */
     size_t n_list = 0, lo = 0, hi = 0;
     const yyc__lru_node *prev = NULL;
     for (const yyc__lru_node *n = m->head; n; n = n->next) {
@@ -416,39 +575,19 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         n_list++;
         lo += n->cost;
         if (lo < n->cost) hi++;
-        CHECK(n->hash == (uint32_t)yyc__hash_bytes(n->key, n->key_len, m->seed));
-        const yyc__lru_node *c = *slot_for(m, n->hash);
-        while (c && c != n) c = c->chain;
-        CHECK(c == n);
         CHECK(yyc__lru_map_find(m, n->key, n->key_len) == n); /* no duplicate key before n */
         prev = n;
     }
     CHECK(prev == m->tail);
     CHECK(n_list == m->count);
     CHECK(lo == m->cost_lo && hi == m->cost_hi);
-    /* Every chained node is in the slot the placement rule gives; the chains of both tables
-     * hold exactly count nodes. */
-    size_t n_chain = 0;
-    if (m->buckets) {
-        for (size_t i = 0; i <= m->mask; i++) {
-            for (const yyc__lru_node *c = m->buckets[i]; c; c = c->chain) {
-                CHECK((c->hash & m->mask) == i);
-                CHECK(!m->old || (c->hash & m->old_mask) < m->migrate_pos);
-                CHECK(n_chain < m->count);
-                n_chain++;
-            }
-        }
-    }
-    if (m->old) {
-        for (size_t i = m->migrate_pos; i <= m->old_mask; i++) {
-            for (const yyc__lru_node *c = m->old[i]; c; c = c->chain) {
-                CHECK((c->hash & m->old_mask) == i);
-                CHECK(n_chain < m->count);
-                n_chain++;
-            }
-        }
-    }
-    CHECK(n_chain == m->count);
+    /* Every slot is well formed; both tables hold exactly count entries. */
+    size_t entries = 0;
+    if (m->slots && !check_table(m, m->slots, m->mask, 0, 0, &entries)) return false;
+    if (m->old &&
+        !check_table(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, &entries))
+        return false;
+    CHECK(entries == m->count);
     return true;
 }
 #undef CHECK

@@ -1,20 +1,27 @@
 /*
  * lru_map.h - hash-indexed doubly linked LRU list (private; not API).
  *
- * A chained hash table with a seeded 64-bit hash (wyhash style) whose nodes are also threaded
- * onto an intrusive doubly linked list in access order: head = most recently used, tail = least
- * recently used. One allocation per entry: the node with the key bytes inline. Keys are
- * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes).
- * Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles with the entry
- * count (and halves when pop_tail leaves it 1/8 full), and rehashes incrementally (a few slots per mutating call), so no call
- * stalls on a full rehash (one would take ~10 ms at a million entries, under the owner's lock).
+ * An open-addressing hash table (Robin Hood linear probing, seeded 64-bit wyhash-style hash)
+ * whose nodes are also threaded onto an intrusive doubly linked list in access order: head =
+ * most recently used, tail = least recently used. One allocation per entry: the node with the
+ * key bytes inline. Keys are arbitrary byte strings (zero length and NUL bytes allowed, at most
+ * UINT32_MAX bytes). Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles
+ * with the entry count (and halves when pop_tail leaves it 1/8 full), and rehashes
+ * incrementally (a few slots per mutating call), so no call stalls on a full rehash (one would
+ * take ~10 ms at a million entries, under the owner's lock).
+ *
+ * A table slot is 8 bytes: the node pointer (low 48 bits), the entry's distance from its home
+ * slot (8 bits, 255 = "255 or more": recompute from the key) and an 8-bit tag from the hash.
+ * A lookup reads slots until the tag matches and only then touches a node (to compare keys), so
+ * misses and neighbours in the probe run cost no node access; Robin Hood ordering ends a miss
+ * after a few slots. Nodes do not store their hash: moving or removing an entry rehashes its key.
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
  *
  * Thread safety: none. No function locks; the caller holds the owner's lock around every call,
  * including reads (find, count, iteration).
- * Ownership: the map owns its nodes and its bucket array; it never touches the values (they are
+ * Ownership: the map owns its nodes and its slot array; it never touches the values (they are
  * opaque pointers owned by the caller). A node returned by unlink / pop_tail / detach_all is
  * owned by the caller, who frees it with yyc__lru_node_free (after using its value).
  *
@@ -35,18 +42,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* One entry. 56 bytes + key on LP64. The list links and the chain link belong to the map: read
- * them (to iterate: n = map.head; n; n = n->next), never write them. value, time and the key
- * bytes may be read; value and time may be written by the caller (the map never reads them).
- * Change cost only through yyc__lru_map_set_cost so that the total stays right. */
+/* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
+ * chunk). The list links belong to the map: read them (to iterate: n = map.head; n; n =
+ * n->next), never write them. value, time and the key bytes may be read; value and time may be
+ * written by the caller (the map never reads them). Change cost only through
+ * yyc__lru_map_set_cost so that the total stays right. */
 typedef struct yyc__lru_node {
     struct yyc__lru_node *prev;  /* toward the head (more recent); NULL at the head */
     struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
-    struct yyc__lru_node *chain; /* next node in the same bucket; NULL at the chain's end */
     void *value;                 /* opaque, owned by the caller */
     size_t cost;                 /* counted in the map's total cost */
     double time;                 /* caller's timestamp (memory cache: monotonic seconds) */
-    uint32_t hash;               /* low 32 bits of the key's seeded hash */
     uint32_t key_len;            /* bytes in key */
     unsigned char key[];         /* the key, copied; not NUL-terminated */
 } yyc__lru_node;
@@ -54,16 +60,25 @@ typedef struct yyc__lru_node {
 /* The map. Embed it in the owner (no allocation until the first insert).
  *
  * Invariants (checked by yyc__lru_map_check in test builds):
- *   - buckets is NULL and mask is 0 iff the map has never held an entry since init or since
- *     detach_all; otherwise buckets has mask + 1 slots, a power of two >= YYC__LRU_MIN_BUCKETS.
+ *   - slots is NULL and mask is 0 iff the map has never held an entry since init or since
+ *     detach_all; otherwise slots has mask + 1 entries, a power of two >= YYC__LRU_MIN_BUCKETS.
+ *   - A slot is 0 (empty) or encodes (node, dist, tag): node is in the slot
+ *     (home + dist) & mask, where home = hash & mask; the stored dist is min(dist, 255); tag is
+ *     the hash's top 8 bits. Robin Hood order: along every probe run, an entry's dist is at most
+ *     one more than the previous slot's (so a lookup stops at the first slot whose dist is below
+ *     its own probe distance, or at an empty slot).
+ *   - Load: count <= (mask + 1) * 4 / 5 once the table is allocated (after a failed growth the
+ *     table may fill up to mask entries; an empty slot always remains).
  *   - Incremental resize (so that no single call rehashes the whole table): while old is not
- *     NULL the table is migrating from old (old_mask + 1 slots) to buckets. A node with hash h
- *     lives in old[h & old_mask] if that index is >= migrate_pos (not migrated yet), else in
- *     buckets[h & mask]; old[i] is NULL for every i < migrate_pos. Every mutating call
- *     migrates a few old slots; when migrate_pos passes old_mask, old is freed. Lookups probe
- *     exactly one chain either way.
- *   - every node is in exactly one bucket chain, the one the rule above gives, and on the LRU
- *     list exactly once; no other node is in either.
+ *     NULL the table is migrating from old (old_mask + 1 slots) to slots, slot by slot from
+ *     migrate_start (a slot that was empty, so no probe run of old crosses it). The migrate_pos
+ *     slots from migrate_start on (circularly) are migrated and 0; the other entries of old keep
+ *     their Robin Hood order relative to their home in old (a lookup whose home is in the
+ *     migrated range starts probing just after it, with the corresponding distance). New
+ *     entries always go to slots. Every mutating call migrates a few old slots; when
+ *     migrate_pos passes old_mask, old is freed.
+ *   - every node is in exactly one slot of the two tables and on the LRU list exactly once; no
+ *     other node is in either.
  *   - head->prev == NULL, tail->next == NULL, and for every node n: n->next->prev == n and
  *     n->prev->next == n when those neighbours exist; head == NULL iff tail == NULL iff
  *     count == 0.
@@ -72,11 +87,12 @@ typedef struct yyc__lru_node {
  *     stay exact after the sum passes SIZE_MAX); yyc__lru_map_total_cost saturates it.
  *   - time order is the caller's business: the map never compares times. */
 typedef struct yyc__lru_map {
-    yyc__lru_node **buckets; /* chain heads; NULL until the first insert */
-    size_t mask;             /* bucket count - 1 (0 while buckets is NULL) */
-    yyc__lru_node **old;     /* table being migrated from, or NULL */
+    uint64_t *slots;         /* the table (see above); NULL until the first insert */
+    size_t mask;             /* slot count - 1 (0 while slots is NULL) */
+    uint64_t *old;           /* table being migrated from, or NULL */
     size_t old_mask;         /* old's slot count - 1 */
-    size_t migrate_pos;      /* old slots below this index are migrated (empty) */
+    size_t migrate_start;    /* old slot where migration began (empty at that time) */
+    size_t migrate_pos;      /* old slots migrate_start .. + migrate_pos - 1 are migrated */
     size_t count;            /* number of entries */
     size_t cost_lo;          /* low word of the exact cost sum */
     size_t cost_hi;          /* carries out of cost_lo */
@@ -90,7 +106,7 @@ typedef struct yyc__lru_map {
 /* Makes an empty map with a fresh random seed. Cannot fail (allocates nothing). */
 void yyc__lru_map_init(yyc__lru_map *m);
 
-/* Frees every node and the bucket array; the values are not touched (walk the list first to
+/* Frees every node and the slot array; the values are not touched (walk the list first to
  * release them). The map is left empty and reusable, as after init. */
 void yyc__lru_map_destroy(yyc__lru_map *m);
 
@@ -116,7 +132,7 @@ void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *node);
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *node, size_t cost);
 
 /* Removes node from the table and the list and updates the totals. The node is not freed: it
- * now belongs to the caller (free it with yyc__lru_node_free). Its prev/chain links are
+ * now belongs to the caller (free it with yyc__lru_node_free). Its prev link is
  * garbage; its next link is NULL (so the caller may chain detached nodes through next). */
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *node);
 
@@ -130,7 +146,7 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
 
 /* Empties the map in O(1): returns the former list (head first, linked through next, ending in
  * NULL; owned by the caller, free each node with yyc__lru_node_free) and stores the former
- * bucket array in *out_table (owned by the caller, free it with free(); may be NULL; a table
+ * slot array in *out_table (owned by the caller, free it with free(); may be NULL; a table
  * still being migrated from is freed here). The map is left as after init but keeps its seed. */
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table);
 

@@ -301,22 +301,36 @@ static void lru_map_detach_all_returns_whole_list(void **state) {
     yyc__lru_map_destroy(&m);
 }
 
+/* The longest probe distance of any entry in the current table (exact, rehashing keys). */
+static size_t longest_probe(const yyc__lru_map *m) {
+    size_t longest = 0;
+    for (size_t i = 0; i <= m->mask; i++) {
+        uint64_t s = m->slots[i];
+        if (!s) continue;
+        const yyc__lru_node *n = (const yyc__lru_node *)(uintptr_t)(s & ((UINT64_C(1) << 48) - 1));
+        size_t home = (size_t)yyc__hash_bytes(n->key, n->key_len, m->seed) & m->mask;
+        size_t dist = (i - home) & m->mask;
+        if (dist > longest) longest = dist;
+    }
+    return longest;
+}
+
 static void lru_map_table_grows_with_count_and_shrinks_after_removals(void **state) {
     (void)state;
     yyc__lru_map m;
     yyc__lru_map_init(&m);
     enum { N = 100000 };
     char key[16];
-    size_t last_buckets = 0;
+    size_t last_slots = 0;
     unsigned doublings = 0, big_partial_migrations = 0;
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "%d", i);
         assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 1, 0.0));
-        size_t buckets = m.mask + 1;
-        assert_true(m.count <= buckets); /* load factor <= 1 */
-        if (buckets != last_buckets) {
-            if (last_buckets) assert_int_equal(buckets, last_buckets * 2);
-            last_buckets = buckets;
+        size_t slots = m.mask + 1;
+        assert_true(m.count * 5 <= slots * 4); /* load factor <= 4/5 */
+        if (slots != last_slots) {
+            if (last_slots) assert_int_equal(slots, last_slots * 2);
+            last_slots = slots;
             doublings++;
             CHECKED(&m);
             /* The rehash is incremental: right after a growth most of the old table is left. */
@@ -336,38 +350,71 @@ static void lru_map_table_grows_with_count_and_shrinks_after_removals(void **sta
         yyc__lru_node *n = yyc__lru_map_find(&m, key, strlen(key));
         assert_non_null(n);
     }
-    /* Chains stay short with the seeded hash on sequential keys. */
-    size_t longest = 0;
-    for (size_t i = 0; i <= m.mask; i++) {
-        size_t len = 0;
-        for (yyc__lru_node *c = m.buckets[i]; c; c = c->chain) len++;
-        if (len > longest) longest = len;
-    }
-    assert_true(longest <= 16);
+    /* Probe runs stay short with the seeded hash on sequential keys. */
+    assert_true(longest_probe(&m) <= 64);
     /* Removing by key keeps the capacity (refilling must not resize again)... */
-    size_t full_buckets = m.mask + 1;
+    size_t full_slots = m.mask + 1;
     for (int i = 0; i < N; i += 2) {
         snprintf(key, sizeof key, "%d", i);
         yyc__lru_map_remove(&m, yyc__lru_map_find(&m, key, strlen(key)));
     }
     CHECKED(&m);
-    assert_int_equal(m.mask + 1, full_buckets);
+    assert_int_equal(m.mask + 1, full_slots);
     for (int i = 0; i < N; i += 2) {
         snprintf(key, sizeof key, "%d", i);
         assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 1, 0.0));
     }
-    assert_int_equal(m.mask + 1, full_buckets);
+    assert_int_equal(m.mask + 1, full_slots);
     CHECKED(&m);
     /* ...while evicting almost everything from the tail gives the table back. */
     for (int i = 0; i < N - 10; i++) {
         yyc__lru_node *t = yyc__lru_map_pop_tail(&m);
         assert_non_null(t);
         yyc__lru_node_free(t);
+        if (m.old && (i % 1999) == 0) CHECKED(&m); /* mid-shrink states */
     }
     CHECKED(&m);
     assert_int_equal(yyc__lru_map_count(&m), 10);
     /* Shrinks while at most 1/8 full (the last halving may still be migrating). */
     assert_true(m.mask + 1 <= 8 * 16);
+    yyc__lru_map_destroy(&m);
+}
+
+/* Lookups, removals and reinsertion while a growth is half migrated find every key in the
+ * table it is in (the old table's unmigrated half or the new one). */
+static void lru_map_operations_during_migration_find_every_key(void **state) {
+    (void)state;
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    char key[16];
+    int n = 0;
+    /* Insert until a big table starts migrating. */
+    for (;;) {
+        snprintf(key, sizeof key, "m%d", n++);
+        assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 1, 0.0));
+        if (m.old && m.old_mask >= 4095) break;
+    }
+    assert_true(m.migrate_pos < m.old_mask / 2);
+    CHECKED(&m);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "m%d", i);
+        assert_non_null(yyc__lru_map_find(&m, key, strlen(key)));
+    }
+    snprintf(key, sizeof key, "absent");
+    assert_null(yyc__lru_map_find(&m, key, strlen(key)));
+    /* Remove every third key (each removal migrates a few more slots), checking as we go. */
+    for (int i = 0; i < n; i += 3) {
+        snprintf(key, sizeof key, "m%d", i);
+        yyc__lru_node *x = yyc__lru_map_find(&m, key, strlen(key));
+        assert_non_null(x);
+        yyc__lru_map_remove(&m, x);
+        if ((i % 300) == 0) CHECKED(&m);
+    }
+    CHECKED(&m);
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof key, "m%d", i);
+        assert_true((yyc__lru_map_find(&m, key, strlen(key)) != NULL) == (i % 3 != 0));
+    }
     yyc__lru_map_destroy(&m);
 }
 
@@ -543,6 +590,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lru_map_cost_total_saturates_and_stays_exact),
     cmocka_unit_test(lru_map_detach_all_returns_whole_list),
     cmocka_unit_test(lru_map_table_grows_with_count_and_shrinks_after_removals),
+    cmocka_unit_test(lru_map_operations_during_migration_find_every_key),
     cmocka_unit_test(lru_map_hash_depends_on_seed_and_every_byte),
     cmocka_unit_test(lru_map_random_operations_match_model),
 };
