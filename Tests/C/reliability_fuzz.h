@@ -15,12 +15,15 @@
  *     int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { return rel_fuzz_kv_one(d, n); }
  *
  * (built with clang -fsanitize=fuzzer,address from the Swift toolchain; `make fuzz` is the build
- * engineer's). test_bad_input.c runs it on fixed-seed random inputs as a smoke test.
+ * engineer's). rel_fuzz_disk_one does the same for yyc_diskcache. test_bad_input.c runs both on
+ * fixed-seed random inputs as a smoke test.
  */
 #ifndef YYCACHE_RELIABILITY_FUZZ_H
 #define YYCACHE_RELIABILITY_FUZZ_H
 
 #include "reliability_support.h"
+
+#include <math.h>
 
 #define FZ_KEYS 8
 
@@ -333,6 +336,293 @@ static inline int rel_fuzz_kv_one(const uint8_t *data, size_t size) {
     test_rm_rf(s->dir);
     for (int k = 0; k < FZ_KEYS; k++) fz_entry_clear(&s->model[k]);
     free(s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the disk cache */
+
+/* The same for yyc_diskcache: the inline threshold comes from the first byte (0 = every value
+ * in a file, 20480, SIZE_MAX = every value inline); sets with the file-name function on or off,
+ * explicit file names (valid and invalid), extended data, gets, removes, trims by count, cost
+ * and age, remove-all (fast, and slow with its progress checked), reopens and a second handle
+ * on the shared core. After every step: totals, and data/ holds exactly the files of the
+ * values stored in files (no leak, no loss). */
+
+typedef struct fzd_state {
+    fz_state base; /* keys, model (filename = the data file's name, "" when inline), input */
+    yyc_diskcache *dc;
+    size_t threshold;
+    bool fn_on;
+    int64_t last_removed;
+    bool progress_ok;
+} fzd_state;
+
+/* key 0 -> "fn-a"; key 1 -> false (md5); key 7 -> an invalid name; others -> "" (md5). */
+static bool fzd_name_fn(void *ctx, const char *key, char out[256]) {
+    fzd_state *d = ctx;
+    if (strcmp(key, d->base.keys[0]) == 0) {
+        strcpy(out, "fn-a");
+        return true;
+    }
+    if (strcmp(key, d->base.keys[1]) == 0) return false;
+    if (strcmp(key, d->base.keys[7]) == 0) {
+        strcpy(out, "bad/name");
+        return true;
+    }
+    out[0] = '\0';
+    return true;
+}
+
+static void fzd_progress(void *ctx, int64_t removed, int64_t total) {
+    fzd_state *d = ctx;
+    if (removed < d->last_removed || removed > total) d->progress_ok = false;
+    d->last_removed = removed;
+}
+
+static inline void fzd_open(fzd_state *d) {
+    int st = yyc_diskcache_open(d->base.dir, d->threshold, &d->dc);
+    FZ_CHECK(&d->base, st == YYC_OK, "open %s", yyc_status_name(st));
+    yyc_diskcache_set_auto_trim_interval(d->dc, 0);
+    if (d->fn_on) yyc_diskcache_set_filename_fn(d->dc, fzd_name_fn, d);
+}
+
+static inline void fzd_check_files(fzd_state *d) {
+    fz_state *s = &d->base;
+    char *data = rel_path(s->dir, "data");
+    DIR *dir = opendir(data);
+    FZ_CHECK(s, dir != NULL, "data/ missing");
+    int found = 0, expected = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        bool known = false;
+        for (int k = 0; k < FZ_KEYS && !known; k++)
+            known = s->model[k].present && s->model[k].filename[0] &&
+                    strcmp(s->model[k].filename, e->d_name) == 0;
+        FZ_CHECK(s, known, "data/%s belongs to no stored value", e->d_name);
+        found++;
+    }
+    closedir(dir);
+    for (int k = 0; k < FZ_KEYS; k++) expected += s->model[k].present && s->model[k].filename[0];
+    FZ_CHECK(s, found == expected, "data/ holds %d files, model %d", found, expected);
+    free(data);
+    int64_t count = -1, cost = -1, mc = 0, ms = 0;
+    for (int k = 0; k < FZ_KEYS; k++)
+        if (s->model[k].present) {
+            mc++;
+            ms += (int64_t)s->model[k].len;
+        }
+    FZ_CHECK(s, yyc_diskcache_total_count(d->dc, &count) == YYC_OK && count == mc,
+             "count %lld, model %lld", (long long)count, (long long)mc);
+    FZ_CHECK(s, yyc_diskcache_total_cost(d->dc, &cost) == YYC_OK && cost == ms,
+             "cost %lld, model %lld", (long long)cost, (long long)ms);
+}
+
+static inline void fzd_adopt_presence(fzd_state *d) {
+    for (int k = 0; k < FZ_KEYS; k++)
+        if (d->base.model[k].present && !yyc_diskcache_contains(d->dc, d->base.keys[k]))
+            fz_entry_clear(&d->base.model[k]);
+}
+
+static inline void fzd_op(fzd_state *d) {
+    fz_state *s = &d->base;
+    uint8_t op = fz_byte(s) % 16;
+    int k = fz_byte(s) % FZ_KEYS;
+    const char *key = s->keys[k];
+    fz_entry *e = &s->model[k];
+    int st;
+    switch (op) {
+    case 0:
+    case 1:
+    case 2:
+    case 3: { /* set / set_with_filename */
+        bool explicit_call = op == 3;
+        s->op_name = explicit_call ? "set_with_filename" : "set";
+        uint8_t lb = fz_byte(s), seed = fz_byte(s), extb = fz_byte(s), nb = fz_byte(s);
+        size_t len = lb < 8 ? 0 : lb < 128 ? (size_t)lb * 3 : (size_t)(lb - 120) * 277;
+        unsigned char *v = len ? malloc(len) : NULL;
+        for (size_t i = 0; i < len; i++) v[i] = (unsigned char)(seed + i * 11);
+        unsigned char ext[8];
+        for (int i = 0; i < 8; i++) ext[i] = (unsigned char)(extb * 3 + i);
+        size_t ext_len = extb % 3 == 0 ? 0 : extb % 3 == 1 ? 8 : 5;
+        char given[400], md5[33];
+        yyc_kv_md5_filename(key, md5);
+        const char *name = NULL;
+        switch (nb % 7) {
+        case 0: name = NULL; break;
+        case 1: name = ""; break;
+        case 2: name = md5; break;
+        case 3: snprintf(given, sizeof given, "n%d", k); name = given; break;
+        case 4: name = "a/b"; break;
+        case 5: name = ".."; break;
+        default: memset(given, 'x', 300); given[300] = '\0'; name = given;
+        }
+        if (explicit_call)
+            st = yyc_diskcache_set_with_filename(d->dc, key, v, len, ext_len ? ext : NULL, ext_len, name);
+        else
+            st = yyc_diskcache_set(d->dc, key, v, len, ext_len ? ext : NULL, ext_len);
+        bool to_file = d->threshold == 0 || (d->threshold != SIZE_MAX && len > d->threshold);
+        const char *file = NULL; /* the expected data file name */
+        bool bad = false;
+        if (to_file) {
+            if (explicit_call && name && *name) file = name;
+            else if (!explicit_call && d->fn_on && k == 0) file = "fn-a";
+            else if (!explicit_call && d->fn_on && k == 7) bad = true;
+            if (!file && !bad) file = md5;
+            if (file && !yyc_kv_filename_is_valid(file)) bad = true;
+        }
+        int want = !key[0] || bad ? YYC_EINVAL : YYC_OK;
+        FZ_CHECK(s, st == want, "set status %s, expected %s (len %zu, to file %d)",
+                 yyc_status_name(st), yyc_status_name(want), len, to_file);
+        if (st == YYC_OK) {
+            fz_entry_clear(e);
+            e->present = true;
+            e->val = v;
+            v = NULL;
+            e->len = len;
+            snprintf(e->filename, sizeof e->filename, "%s", to_file ? file : "");
+            memcpy(e->ext, ext, ext_len);
+            e->ext_len = ext_len;
+        }
+        free(v);
+        break;
+    }
+    case 4: {
+        s->op_name = "get";
+        void *v = NULL;
+        size_t n = 0;
+        st = yyc_diskcache_get(d->dc, key, &v, &n);
+        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model %d",
+                 yyc_status_name(st), e->present);
+        if (st == YYC_OK)
+            FZ_CHECK(s, n == e->len && (n == 0 || memcmp(v, e->val, n) == 0), "value %zu/%zu", n,
+                     e->len);
+        yyc_free(v);
+        break;
+    }
+    case 5: {
+        s->op_name = "get_extended_data";
+        void *x = NULL;
+        size_t n = 0;
+        st = yyc_diskcache_get_extended_data(d->dc, key, &x, &n);
+        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s", yyc_status_name(st));
+        if (st == YYC_OK)
+            FZ_CHECK(s, n == e->ext_len && (n == 0 || memcmp(x, e->ext, n) == 0),
+                     "extended %zu/%zu", n, e->ext_len);
+        yyc_free(x);
+        break;
+    }
+    case 6:
+        s->op_name = "remove";
+        st = yyc_diskcache_remove(d->dc, key);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fz_entry_clear(e);
+        break;
+    case 7:
+        s->op_name = "contains";
+        FZ_CHECK(s, yyc_diskcache_contains(d->dc, key) == e->present, "contains != %d", e->present);
+        break;
+    case 8:
+    case 9: {
+        bool by_cost = op == 9;
+        s->op_name = by_cost ? "trim_to_cost" : "trim_to_count";
+        int64_t limit = by_cost ? (int64_t)fz_byte(s) * 200 : fz_byte(s) % 6;
+        st = by_cost ? yyc_diskcache_trim_to_cost(d->dc, limit) : yyc_diskcache_trim_to_count(d->dc, limit);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fzd_adopt_presence(d);
+        int64_t total = -1;
+        FZ_CHECK(s, (by_cost ? yyc_diskcache_total_cost(d->dc, &total)
+                             : yyc_diskcache_total_count(d->dc, &total)) == YYC_OK &&
+                        total <= limit,
+                 "total %lld above %lld", (long long)total, (long long)limit);
+        break;
+    }
+    case 10: {
+        s->op_name = "trim_to_age";
+        static const double ages[] = {-1.0, 0.0, 1e9, NAN, INFINITY};
+        int which = fz_byte(s) % 5;
+        st = yyc_diskcache_trim_to_age(d->dc, ages[which]);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        if (which < 2)
+            for (int i = 0; i < FZ_KEYS; i++) fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 11: {
+        bool slow = fz_byte(s) % 2;
+        s->op_name = slow ? "remove_all_progress" : "remove_all";
+        d->last_removed = 0;
+        d->progress_ok = true;
+        st = slow ? yyc_diskcache_remove_all_progress(d->dc, fzd_progress, d)
+                  : yyc_diskcache_remove_all(d->dc);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        FZ_CHECK(s, d->progress_ok, "progress went backwards or past the total");
+        for (int i = 0; i < FZ_KEYS; i++) fz_entry_clear(&s->model[i]);
+        break;
+    }
+    case 12:
+        s->op_name = "reopen";
+        yyc_diskcache_release(d->dc);
+        d->dc = NULL;
+        fzd_open(d);
+        break;
+    case 13:
+        s->op_name = "toggle file-name function";
+        d->fn_on = !d->fn_on;
+        yyc_diskcache_set_filename_fn(d->dc, d->fn_on ? fzd_name_fn : NULL, d);
+        break;
+    case 14: {
+        s->op_name = "second handle";
+        yyc_diskcache *other = NULL;
+        st = yyc_diskcache_open(s->dir, d->threshold == 0 ? 1 : 0, &other);
+        FZ_CHECK(s, st == YYC_OK && other == d->dc, "a second open is not the shared core");
+        FZ_CHECK(s, yyc_diskcache_inline_threshold(other) == d->threshold, "threshold changed");
+        FZ_CHECK(s, yyc_diskcache_contains(other, key) == e->present, "contains via second");
+        yyc_diskcache_release(other);
+        break;
+    }
+    default:
+        s->op_name = "read all";
+        for (int i = 0; i < FZ_KEYS; i++) {
+            void *v = NULL;
+            size_t n = 0;
+            st = yyc_diskcache_get(d->dc, s->keys[i], &v, &n);
+            FZ_CHECK(s, st == (s->model[i].present ? YYC_OK : YYC_NOTFOUND), "key %d: %s", i,
+                     yyc_status_name(st));
+            if (st == YYC_OK)
+                FZ_CHECK(s, n == s->model[i].len && (n == 0 || memcmp(v, s->model[i].val, n) == 0),
+                         "key %d value", i);
+            yyc_free(v);
+        }
+    }
+    fzd_check_files(d);
+}
+
+/* Runs one input against the disk cache. Returns 0; aborts on a disagreement. */
+static inline int rel_fuzz_disk_one(const uint8_t *data, size_t size) {
+    fzd_state *d = calloc(1, sizeof *d);
+    if (!d) abort();
+    fz_state *s = &d->base;
+    s->data = data;
+    s->size = size;
+    memset(s->long_key, 'L', 300);
+    const char *keys[FZ_KEYS] = {"a", "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
+                                 s->long_key, "c"};
+    memcpy(s->keys, keys, sizeof keys);
+    const char *base = getenv("TMPDIR");
+    snprintf(s->dir, sizeof s->dir, "%s/yyc-fuzzd-XXXXXX", base && *base ? base : "/tmp");
+    if (!mkdtemp(s->dir)) abort();
+    static const size_t thresholds[] = {0, REL_THRESHOLD, SIZE_MAX, 100};
+    d->threshold = thresholds[fz_byte(s) % 4];
+    s->op_name = "open";
+    fzd_open(d);
+    while (s->pos < s->size) {
+        s->op_index++;
+        fzd_op(d);
+    }
+    yyc_diskcache_release(d->dc);
+    test_rm_rf(s->dir);
+    for (int k = 0; k < FZ_KEYS; k++) fz_entry_clear(&s->model[k]);
+    free(d);
     return 0;
 }
 

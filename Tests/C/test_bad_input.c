@@ -841,7 +841,9 @@ static bool fuzz_input_passes(const uint8_t *data, size_t len, const char *label
     fflush(stderr);
     pid_t pid = fork();
     if (pid == 0) {
-        rel_fuzz_kv_one(data, len);
+        /* The first byte picks the target: yyc_kv or yyc_diskcache. */
+        if (len > 0 && data[0] % 2) rel_fuzz_disk_one(data + 1, len - 1);
+        else rel_fuzz_kv_one(len ? data + 1 : data, len ? len - 1 : 0);
         _exit(0);
     }
     int st = rel_wait(pid, 120.0);
@@ -856,13 +858,14 @@ static bool fuzz_input_passes(const uint8_t *data, size_t len, const char *label
     return false;
 }
 
-/* Random operation sequences on yyc_kv agree with a model (reliability_fuzz.h): fixed-seed
+/* Random operation sequences on yyc_kv and yyc_diskcache agree with a model
+ * (reliability_fuzz.h; the first byte of an input picks the target): fixed-seed
  * random inputs (YYC_FUZZ_SEED, YYC_FUZZ_INPUTS), then every file of Tests/C/fuzz_corpus/kv/
  * (inputs that once found a bug). */
 static void random_operation_sequences_agree_with_a_model(void **state) {
     (void)state;
     uint64_t seed = strtoull(getenv("YYC_FUZZ_SEED") ? getenv("YYC_FUZZ_SEED") : "0xF0221", NULL, 0);
-    long inputs = getenv("YYC_FUZZ_INPUTS") ? atol(getenv("YYC_FUZZ_INPUTS")) : 120;
+    long inputs = getenv("YYC_FUZZ_INPUTS") ? atol(getenv("YYC_FUZZ_INPUTS")) : 160;
     int failures = 0;
     uint64_t rng = seed;
     for (long i = 0; i < inputs; i++) {
