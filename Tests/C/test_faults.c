@@ -162,6 +162,11 @@ static yyc_diskcache *open_after_manifest_fault(const char *dir, bool *rebuilt) 
     return dc;
 }
 
+/* Corruption events reported through the error hook. */
+static void count_corrupt(void *ctx, const yyc_error *e) {
+    if (e->code == YYC_ECORRUPT) ++*(int *)ctx;
+}
+
 /* ---------------------------------------------------------------- the manifest */
 
 static void garbage_manifest(const char *dir, bool sqlite_header) {
@@ -174,6 +179,11 @@ static void garbage_manifest(const char *dir, bool sqlite_header) {
     yyc_diskcache *dc = open_after_manifest_fault(dir, &rebuilt);
     assert_non_null(dc); /* DESIGN.md: a manifest that is not a database is rebuilt */
     assert_true(rebuilt);
+    /* The rebuild happened before any hook could be set: it is delivered when one is. */
+    int events = 0;
+    yyc_diskcache_set_error_hook(dc, count_corrupt, &events);
+    assert_true(events >= 1);
+    yyc_diskcache_set_error_hook(dc, NULL, NULL);
     for (unsigned k = 0; k < 6; k++) {
         char key[16];
         fkey(k, key);
@@ -488,15 +498,25 @@ static char *large_victim(const char *dir, uint64_t version) {
     return p;
 }
 
-static void expect_victim_missing_then_working(const char *dir) {
+/* "victim" reads as a miss and its row is dropped; when reported, a corruption event reaches
+ * the error hook (a data file whose length differs from the row's size is corruption). */
+static void expect_victim_missing_then_working_ex(const char *dir, bool reported) {
     yyc_diskcache *dc = open_ok(dir);
+    int events = 0;
+    yyc_diskcache_set_error_hook(dc, count_corrupt, &events);
     expect_version(dc, "victim", 0);
     assert_false(yyc_diskcache_contains(dc, "victim")); /* the broken row was dropped */
+    if (reported) assert_true(events >= 1);
+    yyc_diskcache_set_error_hook(dc, NULL, NULL);
     yyc_diskcache_release(dc);
     rel_manifest_scan scan = rel_scan_manifest(dir);
     assert_int_equal(scan.missing, 0);
     assert_int_equal(scan.mismatched, 0);
     expect_working(dir);
+}
+
+static void expect_victim_missing_then_working(const char *dir) {
+    expect_victim_missing_then_working_ex(dir, false);
 }
 
 static void truncated_data_file_reads_as_a_miss(void **state) {
@@ -505,7 +525,7 @@ static void truncated_data_file_reads_as_a_miss(void **state) {
     struct stat st;
     assert_int_equal(stat(p, &st), 0);
     assert_int_equal(truncate(p, st.st_size / 2), 0);
-    expect_victim_missing_then_working(f->dir);
+    expect_victim_missing_then_working_ex(f->dir, true);
     free(p);
 }
 
@@ -516,7 +536,7 @@ static void longer_data_file_reads_as_a_miss(void **state) {
     assert_true(fd >= 0);
     assert_int_equal(write(fd, "tail", 4), 4);
     close(fd);
-    expect_victim_missing_then_working(f->dir);
+    expect_victim_missing_then_working_ex(f->dir, true);
     free(p);
 }
 
@@ -534,11 +554,6 @@ static void data_file_replaced_by_a_folder_or_a_fifo_reads_as_a_miss(void **stat
     expect_victim_missing_then_working(f->dir);
     unlink(p);
     free(p);
-}
-
-/* Corruption events reported through the error hook. */
-static void count_corrupt(void *ctx, const yyc_error *e) {
-    if (e->code == YYC_ECORRUPT) ++*(int *)ctx;
 }
 
 /* A value whose bytes changed but not its length (here: a complete value of the same length
