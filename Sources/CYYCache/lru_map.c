@@ -12,7 +12,7 @@
 
 /* --- private prototypes --- */
 
-static bool start_resize(yyc__lru_map *m, size_t new_slots);
+static bool start_resize(yyc__lru_map *m, size_t new_slots, bool growing);
 static bool grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
 static yyc__lru_node *new_node(const void *key, size_t key_len);
@@ -121,36 +121,70 @@ static void cost_sub(yyc__lru_map *m, size_t cost) {
 
 /* --- slots --- */
 
-/* A slot: node pointer in bits 0-47, distance from home in bits 48-55 (255 = 255 or more), tag
- * (the hash's top 8 bits) in bits 56-63; 0 = empty. User-space pointers on the platforms we
- * build for fit in 48 bits; new_node refuses (as out of memory) a node that would not. */
-#define PTR_BITS 48
-#define PTR_MASK ((UINT64_C(1) << PTR_BITS) - 1)
-#define DIST_MAX 255u
+/* A slot (0 = empty):
+ *   bits  0-43  the node pointer >> 4 (nodes are 16-byte aligned; user-space pointers on the
+ *               platforms we build for fit in 48 bits: new_node refuses, as out of memory, a node
+ *               that would not);
+ *   bits 44-50  the distance from the entry's home slot (127 = 127 or more: rehash the key);
+ *   bits 51-63  a 13-bit tag: the hash bits just below the ones that index the table.
+ * A table of 2^k slots indexes with the hash's top k bits (home = h >> (64 - k)), so the tag's
+ * top bit is the next index bit: doubling the table moves an entry to home * 2 + that bit, and
+ * halving it moves the home's low bit into the tag, without reading the node. Each doubling so
+ * consumes a tag bit: a table's slots have tag_bits valid bits (left-aligned, the rest ignored);
+ * when a doubling would leave fewer than MIN_TAG_BITS, that migration rehashes the keys (reads
+ * the nodes) and restores all 13 bits. */
+#define PTR_FIELD_BITS 44
+#define PTR_FIELD_MASK ((UINT64_C(1) << PTR_FIELD_BITS) - 1)
+#define DIST_SHIFT 44
+#define DIST_MAX 127u
+#define TAG_SHIFT 51
+#define TAG_BITS 13u
+#define TAG_MASK ((UINT64_C(1) << TAG_BITS) - 1)
+#define MIN_TAG_BITS 8u
 
-static inline uint64_t tag_of(uint64_t h) { return h >> 56; }
-static inline yyc__lru_node *slot_node(uint64_t s) { return (yyc__lru_node *)(uintptr_t)(s & PTR_MASK); }
-static inline size_t slot_dist_field(uint64_t s) { return (size_t)((s >> PTR_BITS) & 0xff); }
-static inline uint64_t slot_tag(uint64_t s) { return s >> 56; }
+/* One table as the slot functions see it. */
+typedef struct table {
+    uint64_t *t;
+    size_t mask;        /* slots - 1 */
+    unsigned shift;     /* 64 - log2(slots): home = h >> shift */
+    uint64_t tag_match; /* the valid tag bits, in slot position */
+} table;
+
+static inline table table_of(uint64_t *t, size_t mask, unsigned shift, unsigned tag_bits) {
+    table v = {t, mask, shift, ((TAG_MASK << (TAG_BITS - tag_bits)) & TAG_MASK) << TAG_SHIFT};
+    return v;
+}
+
+static inline unsigned log2_of(size_t slots) { return (unsigned)__builtin_ctzll((unsigned long long)slots); }
+
+static inline size_t home_of(uint64_t h, const table *v) { return (size_t)(h >> v->shift); }
+static inline uint64_t tag_of(uint64_t h, const table *v) {
+    return (h >> (v->shift - TAG_BITS)) & TAG_MASK;
+}
+static inline yyc__lru_node *slot_node(uint64_t s) {
+    return (yyc__lru_node *)(uintptr_t)((s & PTR_FIELD_MASK) << 4);
+}
+static inline size_t slot_dist_field(uint64_t s) { return (size_t)((s >> DIST_SHIFT) & DIST_MAX); }
+static inline uint64_t slot_tag(uint64_t s) { return s >> TAG_SHIFT; }
 static inline uint64_t slot_make(const yyc__lru_node *n, size_t dist, uint64_t tag) {
     uint64_t d = dist < DIST_MAX ? dist : DIST_MAX;
-    return (uint64_t)(uintptr_t)n | (d << PTR_BITS) | (tag << 56);
+    return ((uint64_t)(uintptr_t)n >> 4) | (d << DIST_SHIFT) | (tag << TAG_SHIFT);
 }
 /* Same slot with another distance. */
 static inline uint64_t slot_with_dist(uint64_t s, size_t dist) {
     uint64_t d = dist < DIST_MAX ? dist : DIST_MAX;
-    return (s & ~(UINT64_C(0xff) << PTR_BITS)) | (d << PTR_BITS);
+    return (s & ~((uint64_t)DIST_MAX << DIST_SHIFT)) | (d << DIST_SHIFT);
 }
 
 static inline uint64_t node_hash(const yyc__lru_map *m, const yyc__lru_node *n) {
     return yyc__hash_bytes(n->key, n->key_len, m->seed);
 }
 
-/* The exact distance of the entry in slot s at position pos of a table with mask mask. */
-static inline size_t slot_dist(const yyc__lru_map *m, uint64_t s, size_t pos, size_t mask) {
+/* The exact distance of the entry in slot s at position pos of table v. */
+static inline size_t slot_dist(const yyc__lru_map *m, uint64_t s, size_t pos, const table *v) {
     size_t d = slot_dist_field(s);
     if (d < DIST_MAX) return d;
-    return (pos - ((size_t)node_hash(m, slot_node(s)) & mask)) & mask; /* rare */
+    return (pos - home_of(node_hash(m, slot_node(s)), v)) & v->mask; /* rare */
 }
 
 /* Key equality with the common short lengths inlined (integer keys are 8 bytes). */
@@ -174,28 +208,30 @@ static inline bool key_eq(const unsigned char *a, const unsigned char *b, size_t
     return len == 0 || memcmp(a, b, len) == 0;
 }
 
-/* Searches one table for key (hash h). For the old table of a migration, start is the slot
- * where migration began (it was empty) and the lo slots from there on are migrated (skipped);
- * both are 0 for the current table. Returns the slot index, or SIZE_MAX if absent. When want is
- * not NULL, looks for that node (by pointer) instead of comparing keys. */
-static inline size_t probe(const yyc__lru_map *m, const uint64_t *t, size_t mask, size_t start,
-                           size_t lo, uint64_t h, const void *key, size_t key_len,
+/* Searches table v for key (hash h). For the old table of a migration, start is the slot where
+ * migration began (it was empty) and the lo slots from there on are migrated (skipped); both
+ * are 0 for the current table. Returns the slot index, or SIZE_MAX if absent. When want is not
+ * NULL, looks for that node (by pointer) instead of comparing keys. */
+static inline size_t probe(const yyc__lru_map *m, const table *v, size_t start, size_t lo,
+                           uint64_t h, const void *key, size_t key_len,
                            const yyc__lru_node *want) {
-    size_t pos = (size_t)h & mask, dist = 0;
-    size_t v = (pos - start) & mask; /* index relative to start */
-    if (v < lo) {
-        dist = lo - v;
+    const uint64_t *t = v->t;
+    size_t mask = v->mask;
+    size_t pos = home_of(h, v), dist = 0;
+    size_t rel = (pos - start) & mask; /* index relative to start */
+    if (rel < lo) {
+        dist = lo - rel;
         pos = (start + lo) & mask;
     }
-    uint64_t tag = tag_of(h);
+    uint64_t tag = tag_of(h, v) << TAG_SHIFT;
     for (;;) {
         uint64_t s = t[pos];
         if (!s) return SIZE_MAX;
         size_t sd = slot_dist_field(s);
         if (sd < dist) { /* Robin Hood: the key would have taken this slot */
-            if (sd < DIST_MAX || slot_dist(m, s, pos, mask) < dist) return SIZE_MAX;
+            if (sd < DIST_MAX || slot_dist(m, s, pos, v) < dist) return SIZE_MAX;
         }
-        if (slot_tag(s) == tag) {
+        if (((s ^ tag) & v->tag_match) == 0) {
             const yyc__lru_node *n = slot_node(s);
             if (want ? n == want
                      : (n->key_len == key_len && key_eq(n->key, key, key_len)))
@@ -207,11 +243,13 @@ static inline size_t probe(const yyc__lru_map *m, const uint64_t *t, size_t mask
     }
 }
 
-/* Places node (hash h) in table t by Robin Hood insertion. The table has an empty slot. */
-static void place(const yyc__lru_map *m, uint64_t *t, size_t mask, const yyc__lru_node *n,
-                  uint64_t h) {
-    size_t pos = (size_t)h & mask, dist = 0;
-    uint64_t cur = slot_make(n, 0, tag_of(h));
+/* Places node n (home slot home, 13-bit tag) in table v by Robin Hood insertion. The table has
+ * an empty slot. */
+static void place(const yyc__lru_map *m, const table *v, const yyc__lru_node *n, size_t home,
+                  uint64_t tag) {
+    uint64_t *t = v->t;
+    size_t pos = home, dist = 0;
+    uint64_t cur = slot_make(n, 0, tag);
     for (;;) {
         uint64_t s = t[pos];
         if (!s) {
@@ -219,29 +257,38 @@ static void place(const yyc__lru_map *m, uint64_t *t, size_t mask, const yyc__lr
             return;
         }
         size_t sd = slot_dist_field(s);
-        if (sd == DIST_MAX) sd = slot_dist(m, s, pos, mask);
+        if (sd == DIST_MAX) sd = slot_dist(m, s, pos, v);
         if (sd < dist) { /* take the slot from the richer entry, carry it on */
             t[pos] = slot_with_dist(cur, dist);
             cur = s;
             dist = sd;
         }
-        pos = (pos + 1) & mask;
+        pos = (pos + 1) & v->mask;
         dist++;
     }
 }
 
-/* Empties slot pos of table t and shifts the following run back (backward-shift deletion).
+/* Empties slot pos of table v and shifts the following run back (backward-shift deletion).
  * Slots of a migrated region are 0, so the shift never enters it. */
-static void erase_slot(const yyc__lru_map *m, uint64_t *t, size_t mask, size_t pos) {
+static void erase_slot(const yyc__lru_map *m, const table *v, size_t pos) {
+    uint64_t *t = v->t;
     for (;;) {
-        size_t next = (pos + 1) & mask;
+        size_t next = (pos + 1) & v->mask;
         uint64_t s = t[next];
         if (!s || slot_dist_field(s) == 0) break;
-        size_t sd = slot_dist(m, s, next, mask);
+        size_t sd = slot_dist(m, s, next, v);
         t[pos] = slot_with_dist(s, sd - 1);
         pos = next;
     }
     t[pos] = 0;
+}
+
+static inline table cur_table(const yyc__lru_map *m) {
+    return table_of(m->slots, m->mask, m->shift, m->tag_bits);
+}
+
+static inline table old_table(const yyc__lru_map *m) {
+    return table_of(m->old, m->old_mask, m->old_shift, m->old_tag_bits);
 }
 
 /* --- table --- */
@@ -267,50 +314,79 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
 
 /* --- incremental resize --- */
 
-/* Moves the entry of old slot migrate_pos (if any) into the current table. Returns the entries
- * moved (0 or 1). */
+/* Moves the entry of the next old slot (if any) into the current table. Returns the cost of
+ * the step: 1 for a slot, + 1 for a moved entry, + 3 more when its node had to be read. */
 static size_t migrate_slot(yyc__lru_map *m) {
+    table ov = old_table(m), nv = cur_table(m);
     size_t i = (m->migrate_start + m->migrate_pos) & m->old_mask;
     uint64_t s = m->old[i];
-    m->old[i] = 0;
-    m->migrate_pos++;
+    size_t cost = 1;
     if (s) {
         const yyc__lru_node *n = slot_node(s);
-        place(m, m->slots, m->mask, n, node_hash(m, n));
+        if (m->migrate_rehash) {
+            uint64_t h = node_hash(m, n);
+            place(m, &nv, n, home_of(h, &nv), tag_of(h, &nv));
+            cost += 4;
+        } else {
+            size_t d = slot_dist_field(s);
+            if (d == DIST_MAX) {
+                d = slot_dist(m, s, i, &ov);
+                cost += 3;
+            }
+            size_t home = (i - d) & m->old_mask;
+            uint64_t tag = slot_tag(s), new_home, new_tag;
+            if (nv.mask > m->old_mask) { /* doubling: the tag's top bit is the next index bit */
+                new_home = ((uint64_t)home << 1) | (tag >> (TAG_BITS - 1));
+                new_tag = (tag << 1) & TAG_MASK;
+            } else { /* halving: the home's low bit becomes the tag's top bit */
+                new_home = home >> 1;
+                new_tag = ((uint64_t)(home & 1) << (TAG_BITS - 1)) | (tag >> 1);
+            }
+            place(m, &nv, n, (size_t)new_home, new_tag);
+            cost += 1;
+        }
     }
+    m->old[i] = 0;
+    m->migrate_pos++;
     if (m->migrate_pos > m->old_mask) {
         free(m->old);
         m->old = NULL;
         m->old_mask = 0;
+        m->old_shift = 0;
+        m->old_tag_bits = 0;
         m->migrate_pos = 0;
         m->migrate_start = 0;
+        m->migrate_rehash = false;
     }
-    return s != 0;
+    return cost;
 }
 
-/* A bounded step of migration, done by every mutating call: about 32 units of work where a
- * slot visit costs 1 and a moved entry 4 (its node is read to rehash the key: a likely cache
- * miss). Growing from S to 2S slots moves <= 4S/5 entries over the >= 4S/5 inserts before the
- * next growth, so migration always finishes in time; empty slots are cheap, so a shrink of a
- * sparse table finishes quickly. */
+/* A bounded step of migration, done by every mutating call: about 32 units of work (see
+ * migrate_slot). Growing from S to 2S slots moves <= 4S/5 entries over the >= 4S/5 inserts
+ * before the next growth, so migration always finishes in time; empty slots are cheap, so a
+ * shrink of a sparse table finishes quickly. */
 static void migrate_some(yyc__lru_map *m) {
     size_t budget = 32;
     while (m->old && budget > 0) {
-        size_t cost = 1 + 4 * migrate_slot(m);
+        size_t cost = migrate_slot(m);
         budget = cost >= budget ? 0 : budget - cost;
     }
 }
 
-/* Starts moving to a table of new_slots slots (a power of two). A previous migration still
- * under way is finished first (rare: the steps above normally complete it in time). Returns
- * false, changing nothing, if the allocation fails. */
-static bool start_resize(yyc__lru_map *m, size_t new_slots) {
+/* Starts moving to a table of new_slots slots (a power of two; growing: twice the current
+ * one, else half of it). A previous migration still under way is finished first (rare: the
+ * steps above normally complete it in time). Returns false, changing nothing, if the
+ * allocation fails. */
+static bool start_resize(yyc__lru_map *m, size_t new_slots, bool growing) {
     while (m->old) migrate_slot(m);
     uint64_t *t = calloc(new_slots, sizeof *t);
     if (!t) return false;
+    unsigned shift = 64 - log2_of(new_slots);
     if (!m->slots) {
         m->slots = t;
         m->mask = new_slots - 1;
+        m->shift = shift;
+        m->tag_bits = TAG_BITS;
         return true;
     }
     /* Migrate from an empty slot on: no probe run of old crosses it (old takes no inserts, and
@@ -318,12 +394,19 @@ static bool start_resize(yyc__lru_map *m, size_t new_slots) {
      * between the migrated and the unmigrated slots. */
     size_t start = 0;
     while (m->slots[start]) start++; /* the load is < 1: an empty slot exists */
+    unsigned bits = m->tag_bits;
     m->old = m->slots;
     m->old_mask = m->mask;
+    m->old_shift = m->shift;
+    m->old_tag_bits = bits;
     m->migrate_start = start;
     m->migrate_pos = 0;
+    m->migrate_rehash = growing && bits <= MIN_TAG_BITS;
     m->slots = t;
     m->mask = new_slots - 1;
+    m->shift = shift;
+    if (m->migrate_rehash) m->tag_bits = TAG_BITS;
+    else m->tag_bits = growing ? bits - 1 : (bits < TAG_BITS ? bits + 1 : TAG_BITS);
     return true;
 }
 
@@ -331,11 +414,11 @@ static bool start_resize(yyc__lru_map *m, size_t new_slots) {
  * 2^32 slots). Returns false if there is no room at all (first table or a full one could not
  * be allocated). */
 static bool grow_if_needed(yyc__lru_map *m) {
-    if (!m->slots) return start_resize(m, YYC__LRU_MIN_BUCKETS);
+    if (!m->slots) return start_resize(m, YYC__LRU_MIN_BUCKETS, true);
     size_t slots = m->mask + 1;
     if (m->count + 1 > slots / 5 * 4 + (slots % 5) * 4 / 5 && slots <= (size_t)UINT32_MAX &&
         slots <= SIZE_MAX / 2 / sizeof(uint64_t)) {
-        if (start_resize(m, slots * 2)) return true;
+        if (start_resize(m, slots * 2, true)) return true;
     }
     /* An allocation failed (or the table is at its largest): fill up, keeping one slot empty.
      * Entries still in old were counted, and all of them must fit in the current table. */
@@ -349,16 +432,25 @@ static bool grow_if_needed(yyc__lru_map *m) {
 static void shrink_if_sparse(yyc__lru_map *m) {
     size_t slots = m->mask + 1;
     if (!m->old && slots > YYC__LRU_MIN_BUCKETS && m->count <= slots / 8)
-        (void)start_resize(m, slots / 2);
+        (void)start_resize(m, slots / 2, false);
 }
 
 static yyc__lru_node *new_node(const void *key, size_t key_len) {
     if (key_len > UINT32_MAX) return NULL;
     size_t size = offsetof(yyc__lru_node, key) + key_len;
     if (size < sizeof(yyc__lru_node)) size = sizeof(yyc__lru_node);
-    yyc__lru_node *n = malloc(size);
-    if (!n) return NULL;
-    if ((uint64_t)(uintptr_t)n >> PTR_BITS) { /* cannot be encoded in a slot */
+    /* 16-byte alignment (the slot drops the pointer's low 4 bits): malloc's where it aligns
+     * to 16 (glibc on LP64), else posix_memalign. */
+    void *p = NULL;
+#if defined(__BIGGEST_ALIGNMENT__) && __BIGGEST_ALIGNMENT__ >= 16 && defined(__GLIBC__)
+    p = malloc(size);
+    if (!p) return NULL;
+#else
+    if (posix_memalign(&p, 16, size) != 0) return NULL;
+#endif
+    yyc__lru_node *n = p;
+    if (((uint64_t)(uintptr_t)n >> (PTR_FIELD_BITS + 4)) || ((uintptr_t)n & 15)) {
+        /* cannot be encoded in a slot */
         free(n);
         return NULL;
     }
@@ -382,11 +474,12 @@ static void link_head(yyc__lru_map *m, yyc__lru_node *n) {
 static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key, size_t key_len,
                                          uint64_t h) {
     if (!m->slots) return NULL;
-    size_t pos = probe(m, m->slots, m->mask, 0, 0, h, key, key_len, NULL);
+    table v = cur_table(m);
+    size_t pos = probe(m, &v, 0, 0, h, key, key_len, NULL);
     if (pos != SIZE_MAX) return slot_node(m->slots[pos]);
     if (m->old) {
-        pos = probe(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, h, key, key_len,
-                    NULL);
+        table ov = old_table(m);
+        pos = probe(m, &ov, m->migrate_start, m->migrate_pos, h, key, key_len, NULL);
         if (pos != SIZE_MAX) return slot_node(m->old[pos]);
     }
     return NULL;
@@ -397,7 +490,8 @@ static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key,
 static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
     migrate_some(m);
     if (!grow_if_needed(m)) return false;
-    place(m, m->slots, m->mask, n, h);
+    table v = cur_table(m);
+    place(m, &v, n, home_of(h, &v), tag_of(h, &v));
     link_head(m, n);
     m->count++;
     cost_add(m, n->cost);
@@ -459,12 +553,14 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
 /* Takes n out of the table and the list and updates the totals. */
 static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
     uint64_t h = node_hash(m, n);
-    size_t pos = probe(m, m->slots, m->mask, 0, 0, h, NULL, 0, n);
+    table v = cur_table(m);
+    size_t pos = probe(m, &v, 0, 0, h, NULL, 0, n);
     if (pos != SIZE_MAX) {
-        erase_slot(m, m->slots, m->mask, pos);
-    } else {
-        pos = probe(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, h, NULL, 0, n);
-        erase_slot(m, m->old, m->old_mask, pos); /* n is in the map: found in one table */
+        erase_slot(m, &v, pos);
+    } else { /* n is in the map: then it is in old */
+        table ov = old_table(m);
+        pos = probe(m, &ov, m->migrate_start, m->migrate_pos, h, NULL, 0, n);
+        erase_slot(m, &ov, pos);
     }
     if (n->prev) n->prev->next = n->next;
     else m->head = n->next;
@@ -522,24 +618,27 @@ void yyc__lru_node_free(yyc__lru_node *node) { free(node); }
 
 /* Checks one table's slots (start, lo: as for probe; 0 for the current table) and counts its
  * entries into *entries. */
-static bool check_table(const yyc__lru_map *m, const uint64_t *t, size_t mask, size_t start,
-                        size_t lo, size_t *entries) {
-    for (size_t v = 0; v < lo; v++) CHECK(t[(start + v) & mask] == 0);
+static bool check_table(const yyc__lru_map *m, const table *v, size_t start, size_t lo,
+                        size_t *entries) {
+    const uint64_t *t = v->t;
+    size_t mask = v->mask;
+    CHECK(v->shift >= TAG_BITS && ((size_t)1 << (64 - v->shift)) == mask + 1);
+    for (size_t r = 0; r < lo; r++) CHECK(t[(start + r) & mask] == 0);
     for (size_t i = 0; i <= mask; i++) {
         if (((i - start) & mask) < lo) continue;
         uint64_t s = t[i];
         if (!s) continue;
         const yyc__lru_node *n = slot_node(s);
         uint64_t h = node_hash(m, n);
-        size_t dist = (i - ((size_t)h & mask)) & mask;
+        size_t dist = (i - home_of(h, v)) & mask;
         CHECK(slot_dist_field(s) == (dist < DIST_MAX ? dist : DIST_MAX));
-        CHECK(slot_tag(s) == tag_of(h));
+        CHECK(((s ^ (tag_of(h, v) << TAG_SHIFT)) & v->tag_match) == 0);
         /* Robin Hood order: the previous slot holds an entry at most one closer to home,
          * unless it lies in the migrated region (emptied without shifting). */
         size_t prev = (i - 1) & mask;
         if (dist > 0 && !(lo > 0 && ((prev - start) & mask) < lo)) {
             CHECK(t[prev] != 0);
-            CHECK(slot_dist(m, t[prev], prev, mask) + 1 >= dist);
+            CHECK(slot_dist(m, t[prev], prev, v) + 1 >= dist);
         }
         CHECK(*entries < m->count);
         (*entries)++;
@@ -555,6 +654,7 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         size_t slots = m->mask + 1;
         CHECK(slots >= YYC__LRU_MIN_BUCKETS && (slots & m->mask) == 0);
         CHECK(m->count <= m->mask); /* an empty slot always remains */
+        CHECK(m->tag_bits >= MIN_TAG_BITS - 1 && m->tag_bits <= TAG_BITS);
     } else {
         CHECK(m->count == 0);
         CHECK(m->old == NULL);
@@ -562,9 +662,11 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
     if (m->old) {
         size_t old_slots = m->old_mask + 1;
         CHECK(old_slots >= YYC__LRU_MIN_BUCKETS && (old_slots & m->old_mask) == 0);
+        CHECK(m->old_mask * 2 + 1 == m->mask || m->mask * 2 + 1 == m->old_mask);
         CHECK(m->migrate_pos <= m->old_mask && m->migrate_start <= m->old_mask);
     } else {
         CHECK(m->old_mask == 0 && m->migrate_pos == 0 && m->migrate_start == 0);
+        CHECK(!m->migrate_rehash);
     }
     /* Walk the list: links both ways, count, cost sum, and each node findable. */
     size_t n_list = 0, lo = 0, hi = 0;
@@ -583,10 +685,14 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
     CHECK(lo == m->cost_lo && hi == m->cost_hi);
     /* Every slot is well formed; both tables hold exactly count entries. */
     size_t entries = 0;
-    if (m->slots && !check_table(m, m->slots, m->mask, 0, 0, &entries)) return false;
-    if (m->old &&
-        !check_table(m, m->old, m->old_mask, m->migrate_start, m->migrate_pos, &entries))
-        return false;
+    if (m->slots) {
+        table v = cur_table(m);
+        if (!check_table(m, &v, 0, 0, &entries)) return false;
+    }
+    if (m->old) {
+        table ov = old_table(m);
+        if (!check_table(m, &ov, m->migrate_start, m->migrate_pos, &entries)) return false;
+    }
     CHECK(entries == m->count);
     return true;
 }

@@ -10,11 +10,12 @@
  * incrementally (a few slots per mutating call), so no call stalls on a full rehash (one would
  * take ~10 ms at a million entries, under the owner's lock).
  *
- * A table slot is 8 bytes: the node pointer (low 48 bits), the entry's distance from its home
- * slot (8 bits, 255 = "255 or more": recompute from the key) and an 8-bit tag from the hash.
- * A lookup reads slots until the tag matches and only then touches a node (to compare keys), so
- * misses and neighbours in the probe run cost no node access; Robin Hood ordering ends a miss
- * after a few slots. Nodes do not store their hash: moving or removing an entry rehashes its key.
+ * A table slot is 8 bytes: the node pointer, the entry's distance from its home slot and a
+ * 13-bit tag of hash bits. A lookup reads slots until the tag matches and only then touches a
+ * node (to compare keys), so misses and neighbours in the probe run cost no node access; Robin
+ * Hood ordering ends a miss after a few slots. Nodes do not store their hash: removing an entry
+ * rehashes its key, while resizing mostly does not (the slot has the bits it needs; see
+ * lru_map.c).
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
@@ -63,10 +64,11 @@ typedef struct yyc__lru_node {
  *   - slots is NULL and mask is 0 iff the map has never held an entry since init or since
  *     detach_all; otherwise slots has mask + 1 entries, a power of two >= YYC__LRU_MIN_BUCKETS.
  *   - A slot is 0 (empty) or encodes (node, dist, tag): node is in the slot
- *     (home + dist) & mask, where home = hash & mask; the stored dist is min(dist, 255); tag is
- *     the hash's top 8 bits. Robin Hood order: along every probe run, an entry's dist is at most
- *     one more than the previous slot's (so a lookup stops at the first slot whose dist is below
- *     its own probe distance, or at an empty slot).
+ *     (home + dist) & mask, where home = hash >> shift (the hash's top bits); the stored dist
+ *     is min(dist, 127); the tag's top tag_bits bits are the hash bits just below the index
+ *     bits. Robin Hood order: along every probe run, an entry's dist is at most one more than
+ *     the previous slot's (so a lookup stops at the first slot whose dist is below its own probe
+ *     distance, or at an empty slot).
  *   - Load: count <= (mask + 1) * 4 / 5 once the table is allocated (after a failed growth the
  *     table may fill up to mask entries; an empty slot always remains).
  *   - Incremental resize (so that no single call rehashes the whole table): while old is not
@@ -89,8 +91,13 @@ typedef struct yyc__lru_node {
 typedef struct yyc__lru_map {
     uint64_t *slots;         /* the table (see above); NULL until the first insert */
     size_t mask;             /* slot count - 1 (0 while slots is NULL) */
+    unsigned shift;          /* 64 - log2(slot count): an entry's home slot is hash >> shift */
+    unsigned tag_bits;       /* valid bits of the slots' tags (see lru_map.c) */
     uint64_t *old;           /* table being migrated from, or NULL */
     size_t old_mask;         /* old's slot count - 1 */
+    unsigned old_shift;      /* old's shift */
+    unsigned old_tag_bits;   /* old's tag_bits */
+    bool migrate_rehash;     /* this migration rereads the keys (restores all tag bits) */
     size_t migrate_start;    /* old slot where migration began (empty at that time) */
     size_t migrate_pos;      /* old slots migrate_start .. + migrate_pos - 1 are migrated */
     size_t count;            /* number of entries */

@@ -307,8 +307,10 @@ static size_t longest_probe(const yyc__lru_map *m) {
     for (size_t i = 0; i <= m->mask; i++) {
         uint64_t s = m->slots[i];
         if (!s) continue;
-        const yyc__lru_node *n = (const yyc__lru_node *)(uintptr_t)(s & ((UINT64_C(1) << 48) - 1));
-        size_t home = (size_t)yyc__hash_bytes(n->key, n->key_len, m->seed) & m->mask;
+        /* Slot layout (lru_map.c): node pointer >> 4 in the low 44 bits. */
+        const yyc__lru_node *n =
+            (const yyc__lru_node *)(uintptr_t)((s & ((UINT64_C(1) << 44) - 1)) << 4);
+        size_t home = (size_t)(yyc__hash_bytes(n->key, n->key_len, m->seed) >> m->shift);
         size_t dist = (i - home) & m->mask;
         if (dist > longest) longest = dist;
     }
