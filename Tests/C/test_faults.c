@@ -861,7 +861,38 @@ static int child_tmpfs_full(int argc, char **argv) {
     child_read_expect(dc, "small", 2);
     rel_manifest_scan scan = rel_scan_manifest(cache);
     REL_CHECK(scan.temps == 0, "%lld temporary files left in data/", (long long)scan.temps);
-    REL_CHECK(unlink(filler) == 0, "unlink filler"); /* the fault is gone */
+    /* Reopening on the full disk (the -wal and -shm files need space): a clear error or a
+     * working cache - and never the old values wiped (YYCache #157 reset the cache when its
+     * open failed on a full disk). */
+    yyc_diskcache_release(dc); /* the close checkpoints and deletes the WAL: fill again */
+    dc = NULL;
+    char *filler2 = rel_path(dir, "filler2");
+    fd = open(filler2, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REL_CHECK(fd >= 0, "filler2");
+    while (write(fd, chunk, sizeof chunk) > 0) {
+    }
+    while (write(fd, chunk, 1) > 0) {
+    }
+    close(fd);
+    s = yyc_diskcache_open(cache, REL_THRESHOLD, &dc);
+    if (s == YYC_OK) {
+        fprintf(stderr, "tmpfs_full: reopen on a full disk: OK\n");
+        child_read_expect(dc, "big", v1);
+        child_read_expect(dc, "small", 2);
+    } else {
+        fprintf(stderr, "tmpfs_full: reopen on a full disk: %s (%s)\n", yyc_status_name(s),
+                rel_last_error());
+        REL_CHECK(s == YYC_ENOSPC || s == YYC_EIO, "reopen on a full disk: %s",
+                  yyc_status_name(s));
+    }
+    REL_CHECK(unlink(filler) == 0 && unlink(filler2) == 0, "unlink fillers"); /* fault gone */
+    free(filler2);
+    if (!dc) {
+        s = yyc_diskcache_open(cache, REL_THRESHOLD, &dc);
+        REL_CHECK(s == YYC_OK, "open after the fault: %s", rel_last_error());
+        child_read_expect(dc, "big", v1);
+        child_read_expect(dc, "small", 2);
+    }
     s = put(dc, "big", v2);
     REL_CHECK(s == YYC_OK, "large value after the fault: %s", rel_last_error());
     s = put(dc, "small", 4);
