@@ -22,6 +22,11 @@
  */
 #include "reliability_support.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/file.h>
+
 #define MP_KEYS 16
 #define MP_PROCS 3
 
@@ -353,6 +358,107 @@ static void processes_keep_working_while_others_remove_all(void **state) {
     assert_int_equal(trash_left, 0); /* the verifying process's open emptied it */
 }
 
+/* ---- a deterministic window: pausing a set just before it takes the folder lock ---- */
+
+/* flock() as the library calls it (its static code resolves to this definition): when armed,
+ * the first exclusive lock taken by the arming thread reports on pause_ready_fd and waits for a
+ * byte on pause_go_fd first. Everything else passes straight through. */
+static atomic_bool pause_armed;
+static pthread_t pause_thread;
+static int pause_ready_fd = -1, pause_go_fd = -1;
+
+int flock(int fd, int op) {
+    static int (*real_flock)(int, int);
+    if (!real_flock) real_flock = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+    if ((op & LOCK_EX) && atomic_load(&pause_armed) && pthread_equal(pthread_self(), pause_thread) &&
+        atomic_exchange(&pause_armed, false)) {
+        char c = 'p';
+        if (write(pause_ready_fd, &c, 1) != 1 || read(pause_go_fd, &c, 1) != 1) _exit(3);
+    }
+    return real_flock(fd, op);
+}
+
+/* --child paused_writer DIR READY_FD GO_FD: sets a large value, paused after its temporary
+ * file is written and before the folder lock; the set must then succeed and read back. */
+static int child_paused_writer(int argc, char **argv) {
+    if (argc != 4) return 2;
+    yyc_diskcache *dc = NULL;
+    REL_CHECK(yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc) == YYC_OK, "open: %s",
+              rel_last_error());
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    pause_ready_fd = atoi(argv[2]);
+    pause_go_fd = atoi(argv[3]);
+    pause_thread = pthread_self();
+    atomic_store(&pause_armed, true);
+    size_t len;
+    unsigned char *v = rel_value_make("paused", 3, &len);
+    int s = yyc_diskcache_set(dc, "paused", v, len, NULL, 0);
+    free(v);
+    REL_CHECK(!atomic_load(&pause_armed), "the set never took the folder lock");
+    REL_CHECK(s == YYC_OK, "a set paused across another process's remove-all: %s",
+              rel_last_error());
+    void *out = NULL;
+    size_t out_len = 0;
+    const char *why = "";
+    s = yyc_diskcache_get(dc, "paused", &out, &out_len);
+    REL_CHECK(s == YYC_OK && rel_value_check("paused", out, out_len, &why) == 3,
+              "the value does not read back (%s, %s)", yyc_status_name(s), why ? why : "");
+    yyc_free(out);
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+/* --child clearer DIR: remove-all, then waits until its trash emptying is done. */
+static int child_clearer(int argc, char **argv) {
+    if (argc != 2) return 2;
+    yyc_diskcache *dc = NULL;
+    REL_CHECK(yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc) == YYC_OK, "open: %s",
+              rel_last_error());
+    REL_CHECK(yyc_diskcache_remove_all(dc) == YYC_OK, "remove_all: %s", rel_last_error());
+    char *trash = rel_path(argv[1], "trash");
+    REL_CHECK(WAIT_UNTIL(rel_count_entries(trash, NULL) == 0, 10.0), "trash not emptied");
+    free(trash);
+    yyc_diskcache_release(dc);
+    return 0;
+}
+
+/* Known bug BUG-MP-CLEAR-RACE, deterministic form (skipped unless YYC_RUN_KNOWN_BUGS=1): a
+ * large set writes its temporary file into data/ before taking the folder lock; another
+ * process's remove-all moves data/ to the trash and empties it in that window, so the set's
+ * rename fails (YYC_EIO, ENOENT) and the value is not stored. */
+static void a_set_paused_across_another_process_remove_all_succeeds(void **state) {
+    (void)state;
+    REL_KNOWN_BUG("BUG-MP-CLEAR-RACE");
+    char *dir = test_temp_dir("mp-pause");
+    const char *init[] = {"init", dir, NULL};
+    assert_int_equal(rel_run(init, 60.0), 0);
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    fcntl(ready[0], F_SETFD, FD_CLOEXEC);
+    fcntl(go[1], F_SETFD, FD_CLOEXEC);
+    char rfd[16], gfd[16];
+    snprintf(rfd, sizeof rfd, "%d", ready[1]);
+    snprintf(gfd, sizeof gfd, "%d", go[0]);
+    const char *wargs[] = {"paused_writer", dir, rfd, gfd, NULL};
+    pid_t writer = rel_spawn(wargs);
+    assert_true(writer > 0);
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1); /* the writer is in the window */
+    const char *cargs[] = {"clearer", dir, NULL};
+    int rc_clear = rel_run(cargs, 60.0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int st = rel_wait(writer, 60.0);
+    close(ready[0]);
+    close(go[1]);
+    test_rm_rf(dir);
+    free(dir);
+    assert_int_equal(rc_clear, 0);
+    assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* --child ra_writer DIR READY_FD GO_FD: opens the cache, writes "before", reports ready, waits
  * for a byte on GO_FD (another process ran remove-all meanwhile), then writes "after" and reads
  * it back. */
@@ -481,6 +587,8 @@ static void processes_starting_on_a_new_folder_all_open(void **state) {
 
 static const rel_child children[] = {
     {"init", child_init},
+    {"paused_writer", child_paused_writer},
+    {"clearer", child_clearer},
     {"worker", child_worker},
     {"verify", child_verify},
     {"ra_writer", child_ra_writer},
@@ -496,6 +604,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(three_processes_share_one_folder_without_errors_or_torn_values),
         cmocka_unit_test(processes_killed_mid_operation_do_not_disturb_the_others),
         cmocka_unit_test(processes_keep_working_while_others_remove_all),
+        cmocka_unit_test(a_set_paused_across_another_process_remove_all_succeeds),
         cmocka_unit_test(remove_all_in_one_process_keeps_another_process_writes),
         cmocka_unit_test(processes_starting_on_a_new_folder_all_open),
     };
