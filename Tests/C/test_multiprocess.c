@@ -459,6 +459,81 @@ static void a_set_paused_across_another_process_remove_all_succeeds(void **state
     assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* --child sweeper DIR: opens the cache, waits until the open's sweep has removed the planted
+ * old unreferenced file data/old-orphan (exit 6 if it never does), then reports whether the
+ * paused writer's temporary file is still there: exit 0 = spared, 5 = removed. */
+static int child_sweeper(int argc, char **argv) {
+    if (argc != 2) return 2;
+    yyc_diskcache *dc = NULL;
+    REL_CHECK(yyc_diskcache_open(argv[1], REL_THRESHOLD, &dc) == YYC_OK, "open: %s",
+              rel_last_error());
+    char *data = rel_path(argv[1], "data");
+    char *orphan = rel_path(data, "old-orphan");
+    bool swept = WAIT_UNTIL(access(orphan, F_OK) != 0, 10.0);
+    int temps = rel_count_entries(data, ".yyc-tmp-");
+    free(orphan);
+    free(data);
+    yyc_diskcache_release(dc);
+    if (!swept) return 6;
+    return temps == 1 ? 0 : 5;
+}
+
+/* The same window with the orphan sweep: a writer that waited long for the folder lock has a
+ * temporary file older than the sweep's one-minute grace period (aged here with utimensat);
+ * another process's open sweeps old unreferenced files (a planted one shows when it has run)
+ * but must not delete the writer's temporary file from under it. */
+static void a_set_paused_while_another_process_sweeps_succeeds(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("mp-sweep");
+    const char *init[] = {"init", dir, NULL};
+    assert_int_equal(rel_run(init, 60.0), 0);
+    int ready[2], go[2];
+    assert_int_equal(pipe(ready), 0);
+    assert_int_equal(pipe(go), 0);
+    fcntl(ready[0], F_SETFD, FD_CLOEXEC);
+    fcntl(go[1], F_SETFD, FD_CLOEXEC);
+    char rfd[16], gfd[16];
+    snprintf(rfd, sizeof rfd, "%d", ready[1]);
+    snprintf(gfd, sizeof gfd, "%d", go[0]);
+    const char *wargs[] = {"paused_writer", dir, rfd, gfd, NULL};
+    pid_t writer = rel_spawn(wargs);
+    assert_true(writer > 0);
+    close(ready[1]);
+    close(go[0]);
+    char c;
+    assert_int_equal(read(ready[0], &c, 1), 1);
+    /* Age the writer's temporary file past the grace period. */
+    char *data = rel_path(dir, "data");
+    DIR *d = opendir(data);
+    assert_non_null(d);
+    struct dirent *e;
+    int aged = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, ".yyc-tmp-", 9) != 0) continue;
+        struct timespec old[2] = {{time(NULL) - 600, 0}, {time(NULL) - 600, 0}};
+        assert_int_equal(utimensat(dirfd(d), e->d_name, old, 0), 0);
+        aged++;
+    }
+    closedir(d);
+    char *orphan = rel_path(data, "old-orphan");
+    assert_true(rel_write_file(orphan, "nobody's", 8));
+    struct timespec old[2] = {{time(NULL) - 600, 0}, {time(NULL) - 600, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, orphan, old, 0), 0);
+    free(orphan);
+    free(data);
+    assert_int_equal(aged, 1);
+    const char *sargs[] = {"sweeper", dir, NULL};
+    int rc_sweep = rel_run(sargs, 60.0);
+    assert_int_equal(write(go[1], "g", 1), 1);
+    int st = rel_wait(writer, 60.0);
+    close(ready[0]);
+    close(go[1]);
+    test_rm_rf(dir);
+    free(dir);
+    assert_int_equal(rc_sweep, 0); /* the sweep ran, and spared the writer's file */
+    assert_true(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* --child ra_writer DIR READY_FD GO_FD: opens the cache, writes "before", reports ready, waits
  * for a byte on GO_FD (another process ran remove-all meanwhile), then writes "after" and reads
  * it back. */
@@ -589,6 +664,7 @@ static const rel_child children[] = {
     {"init", child_init},
     {"paused_writer", child_paused_writer},
     {"clearer", child_clearer},
+    {"sweeper", child_sweeper},
     {"worker", child_worker},
     {"verify", child_verify},
     {"ra_writer", child_ra_writer},
@@ -605,6 +681,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(processes_killed_mid_operation_do_not_disturb_the_others),
         cmocka_unit_test(processes_keep_working_while_others_remove_all),
         cmocka_unit_test(a_set_paused_across_another_process_remove_all_succeeds),
+        cmocka_unit_test(a_set_paused_while_another_process_sweeps_succeeds),
         cmocka_unit_test(remove_all_in_one_process_keeps_another_process_writes),
         cmocka_unit_test(processes_starting_on_a_new_folder_all_open),
     };
