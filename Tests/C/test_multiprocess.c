@@ -10,13 +10,16 @@
  * that the manifest and data/ agree: total_count equals the manifest's rows, every row's file
  * exists with the row's size, and every row reads back as a valid value.
  *
- * A second test runs a remove-all in one process while another keeps the cache open and writes
- * afterwards: the write it was told succeeded must be visible to a third process. A third
- * starts workers together on new folders: every one of them must open the cache. A fourth
- * kills workers with SIGKILL again and again while two others keep working.
+ * Other cases: a remove-all in one process while another keeps the cache open and writes
+ * afterwards (the write it was told succeeded must be visible to a third process); workers
+ * starting together on new folders (every one opens the cache); workers killed with SIGKILL
+ * again and again while two others keep working; workers mixing remove-all into their work;
+ * and two deterministic windows made with an flock() interposed in this binary, which holds a
+ * writer between its temporary-file write and the folder lock while another process removes
+ * all, or sweeps old unreferenced files at open.
  *
- * Remove-all racing with other processes' writes is a known bug (BUG-MP-CLEAR-RACE): that
- * case is skipped unless YYC_RUN_KNOWN_BUGS=1.
+ * Remove-all racing with other processes' writes is a known bug (BUG-MP-CLEAR-RACE): those two
+ * cases are skipped unless YYC_RUN_KNOWN_BUGS=1.
  *
  * Environment: YYC_MP_SECONDS (default 3) sets how long the workers run.
  */
