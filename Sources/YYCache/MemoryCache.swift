@@ -44,8 +44,9 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// Whether values are class instances stored in the C core as they are, without a box
     /// (see ``MemoryCacheBox``): the C core's retain/release callbacks then own the objects
     /// themselves, which saves an allocation per set and a retain/release pair per get.
-    @usableFromInline
-    let storesObjectsDirectly = MemoryCacheBox<Value>.canStoreDirectly
+    /// A static property, so a specialized get or set folds it to a constant.
+    @inlinable
+    static var storesObjectsDirectly: Bool { MemoryCacheBox<Value>.canStoreDirectly }
 
     let state: Protected<State>
 
@@ -135,7 +136,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
         // The C core retained the object under its lock and transferred that reference to us.
-        if storesObjectsDirectly {
+        if Self.storesObjectsDirectly {
             return unsafeBitCast(Unmanaged<AnyObject>.fromOpaque(out).takeRetainedValue(), to: Value.self)
         }
         return Unmanaged<MemoryCacheBox<Value>>.fromOpaque(out).takeRetainedValue().value
@@ -165,7 +166,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         let handle = self.handle  // the closures then capture a pointer, not self (no retain)
         // The C core takes its own reference (retain callback) before set returns; ours ends
         // after the call. ENOMEM is the only failure and leaves the cache unchanged.
-        if storesObjectsDirectly {
+        if Self.storesObjectsDirectly {
             let object = unsafeBitCast(value, to: AnyObject.self)
             withExtendedLifetime(object) {
                 let pointer = Unmanaged.passUnretained(object).toOpaque()
