@@ -125,7 +125,8 @@ static void cost_sub(yyc__lru_map *m, size_t cost) {
  *   bits  0-43  the node pointer >> 4 (nodes are 16-byte aligned; user-space pointers on the
  *               platforms we build for fit in 48 bits: new_node refuses, as out of memory, a node
  *               that would not);
- *   bits 44-50  the distance from the entry's home slot (127 = 127 or more: rehash the key);
+ *   bits 44-50  the distance from the entry's home slot (DIST_MAX = that or more: rehash the
+ *               key; 127, or 3 in test builds so that the tests exercise this path);
  *   bits 51-63  a 13-bit tag: the hash bits just below the ones that index the table.
  * A table of 2^k slots indexes with the hash's top k bits (home = h >> (64 - k)), so the tag's
  * top bit is the next index bit: doubling the table moves an entry to home * 2 + that bit, and
@@ -136,7 +137,11 @@ static void cost_sub(yyc__lru_map *m, size_t cost) {
 #define PTR_FIELD_BITS 44
 #define PTR_FIELD_MASK ((UINT64_C(1) << PTR_FIELD_BITS) - 1)
 #define DIST_SHIFT 44
+#ifdef YYC_TESTING
+#define DIST_MAX 3u /* test builds: distances of 3 or more take the rare "rehash the key" path */
+#else
 #define DIST_MAX 127u
+#endif
 #define TAG_SHIFT 51
 #define TAG_BITS 13u
 #define TAG_MASK ((UINT64_C(1) << TAG_BITS) - 1)
