@@ -65,10 +65,14 @@ static inline uint64_t rd3(const uint8_t *p, size_t k) {
     return ((uint64_t)p[0] << 16) | ((uint64_t)p[k >> 1] << 8) | p[k - 1];
 }
 
-uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed) {
+/* The seed as the hash uses it (mixed once per map rather than once per call). */
+static inline uint64_t mixed_seed(uint64_t seed) { return seed ^ mix(seed ^ P0, P1); }
+
+/* yyc__hash_bytes with the seed already mixed; inlined into the map's hot paths. */
+static inline __attribute__((always_inline)) uint64_t hash_mixed(const void *key, size_t len,
+                                                                 uint64_t seed) {
     const uint8_t *p = key;
     uint64_t a, b;
-    seed ^= mix(seed ^ P0, P1);
     if (len <= 16) {
         if (len >= 4) {
             size_t off = (len >> 3) << 2;
@@ -105,6 +109,14 @@ uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed) {
     b ^= seed;
     mum(&a, &b);
     return mix(a ^ P0 ^ (uint64_t)len, b ^ P1);
+}
+
+uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed) {
+    return hash_mixed(key, len, mixed_seed(seed));
+}
+
+static inline uint64_t map_hash(const yyc__lru_map *m, const void *key, size_t len) {
+    return hash_mixed(key, len, m->hseed);
 }
 
 /* --- totals --- */
@@ -182,7 +194,7 @@ static inline uint64_t slot_with_dist(uint64_t s, size_t dist) {
 }
 
 static inline uint64_t node_hash(const yyc__lru_map *m, const yyc__lru_node *n) {
-    return yyc__hash_bytes(n->key, n->key_len, m->seed);
+    return map_hash(m, n->key, n->key_len);
 }
 
 /* The exact distance of the entry in slot s at position pos of table v. */
@@ -217,9 +229,9 @@ static inline bool key_eq(const unsigned char *a, const unsigned char *b, size_t
  * migration began (it was empty) and the lo slots from there on are migrated (skipped); both
  * are 0 for the current table. Returns the slot index, or SIZE_MAX if absent. When want is not
  * NULL, looks for that node (by pointer) instead of comparing keys. */
-static inline size_t probe(const yyc__lru_map *m, const table *v, size_t start, size_t lo,
-                           uint64_t h, const void *key, size_t key_len,
-                           const yyc__lru_node *want) {
+static inline __attribute__((always_inline)) size_t
+probe(const yyc__lru_map *m, const table *v, size_t start, size_t lo, uint64_t h,
+      const void *key, size_t key_len, const yyc__lru_node *want) {
     const uint64_t *t = v->t;
     size_t mask = v->mask;
     size_t pos = home_of(h, v), dist = 0;
@@ -301,6 +313,7 @@ static inline table old_table(const yyc__lru_map *m) {
 void yyc__lru_map_init(yyc__lru_map *m) {
     memset(m, 0, sizeof *m);
     arc4random_buf(&m->seed, sizeof m->seed);
+    m->hseed = mixed_seed(m->seed);
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
@@ -312,9 +325,10 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
     }
     free(m->slots);
     free(m->old);
-    uint64_t seed = m->seed;
+    uint64_t seed = m->seed, hseed = m->hseed;
     memset(m, 0, sizeof *m);
     m->seed = seed;
+    m->hseed = hseed;
 }
 
 /* --- incremental resize --- */
@@ -505,7 +519,7 @@ static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
 
 yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t key_len) {
     if (!m->slots || key_len > UINT32_MAX) return NULL;
-    return find_hashed(m, key, key_len, yyc__hash_bytes(key, key_len, m->seed));
+    return find_hashed(m, key, key_len, map_hash(m, key, key_len));
 }
 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
@@ -516,7 +530,7 @@ yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_
     n->value = value;
     n->cost = cost;
     n->time = time;
-    if (!add_node(m, n, yyc__hash_bytes(key, key_len, m->seed))) {
+    if (!add_node(m, n, map_hash(m, key, key_len))) {
         free(n);
         return NULL;
     }
@@ -527,7 +541,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
                                            bool *inserted) {
     *inserted = false;
     if (key_len > UINT32_MAX) return NULL;
-    uint64_t h = yyc__hash_bytes(key, key_len, m->seed);
+    uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
     n = new_node(key, key_len);
@@ -601,9 +615,10 @@ yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     yyc__lru_node *list = m->head;
     *out_table = m->slots;
     free(m->old); /* rare: only while a resize is under way */
-    uint64_t seed = m->seed;
+    uint64_t seed = m->seed, hseed = m->hseed;
     memset(m, 0, sizeof *m);
     m->seed = seed;
+    m->hseed = hseed;
     return list;
 }
 

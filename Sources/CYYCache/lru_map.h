@@ -106,6 +106,7 @@ typedef struct yyc__lru_map {
     yyc__lru_node *head;     /* most recently used, NULL when empty */
     yyc__lru_node *tail;     /* least recently used, NULL when empty */
     uint64_t seed;           /* per-map hash seed from arc4random_buf */
+    uint64_t hseed;          /* the seed premixed as the hash uses it */
 } yyc__lru_map;
 
 #define YYC__LRU_MIN_BUCKETS 16u

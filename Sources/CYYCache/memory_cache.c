@@ -85,7 +85,7 @@ static double clock_now(void) {
 #ifdef CLOCK_MONOTONIC_COARSE
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
-        return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 #endif
     return yyc__monotonic_now();
 }
