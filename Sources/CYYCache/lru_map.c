@@ -115,7 +115,8 @@ uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed) {
     return hash_mixed(key, len, mixed_seed(seed));
 }
 
-static inline uint64_t map_hash(const yyc__lru_map *m, const void *key, size_t len) {
+static inline __attribute__((always_inline)) uint64_t map_hash(const yyc__lru_map *m,
+                                                               const void *key, size_t len) {
     return hash_mixed(key, len, m->hseed);
 }
 
@@ -490,8 +491,8 @@ static void link_head(yyc__lru_map *m, yyc__lru_node *n) {
     m->head = n;
 }
 
-static inline yyc__lru_node *find_hashed(const yyc__lru_map *m, const void *key, size_t key_len,
-                                         uint64_t h) {
+static inline __attribute__((always_inline)) yyc__lru_node *
+find_hashed(const yyc__lru_map *m, const void *key, size_t key_len, uint64_t h) {
     if (!m->slots) return NULL;
     table v = cur_table(m);
     size_t pos = probe(m, &v, 0, 0, h, key, key_len, NULL);
