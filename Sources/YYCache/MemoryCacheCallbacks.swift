@@ -52,8 +52,12 @@ private func memoryCacheRetainValue(
 // The release callback never runs under the mutex: the value's deinit may use the cache.
 private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
     guard let ctx, let value else { return }
-    let callbacks = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue()
-    if callbacks.releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
+    // A guaranteed reference: no retain/release pair on the callbacks object per released value
+    // (the cache keeps it alive while the C core can call back).
+    let onMain = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef {
+        $0.releasesOnMainThread.load(ordering: .relaxed)
+    }
+    if onMain && !MainQueue.isCurrent {
         // The pointer travels as an integer: the box is not Sendable, but after this hop no
         // other thread touches it (the cache has already dropped it).
         let bits = UInt(bitPattern: value)
