@@ -27,8 +27,10 @@
  *     unlinking the manifest under other connections (#96); the old reset remains the fallback
  *     for a damaged manifest;
  *   - several processes may share a folder: an flock on the folder is held around every
- *     row+file change, data/ is revalidated before file I/O, the WAL switch at open is retried
- *     while busy, and a value that looks damaged is re-read under the lock before it is dropped;
+ *     row+file change (data/ moves to the trash only under it), data/ is revalidated before
+ *     file I/O, a temporary file trashed by another process's remove-all before the lock was
+ *     taken is written again under the lock, the WAL switch at open is retried while busy, and
+ *     a value that looks damaged is re-read under the lock before it is dropped;
  *   - the access time is not rewritten when it already holds the current second.
  */
 #include "internal.h"
@@ -163,6 +165,8 @@ static int db_open_or_rebuild(yyc_kv *kv);
 static void reset_files(yyc_kv *kv);
 static void schedule_trash_empty(yyc_kv *kv, bool sweep_data);
 static int open_data_dir(yyc_kv *kv);
+static void folder_lock(yyc_kv *kv);
+static void folder_unlock(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 static int delete_row(yyc_kv *kv, const char *key);
 typedef struct file_ref file_ref;
@@ -610,8 +614,11 @@ static int data_dir(yyc_kv *kv) {
     return kv->data_fd;
 }
 
-/* Moves data/ to trash/<UUID> and recreates it; if the move fails, empties data/ in place. */
+/* Moves data/ to trash/<UUID> and recreates it; if the move fails, empties data/ in place.
+ * Always under the folder lock (taken here; it nests), so that data/ is never replaced while a
+ * save holding the lock moves its file in (save_locked relies on it). */
 static void move_data_to_trash(yyc_kv *kv) {
+    folder_lock(kv);
     int tfd = -1;
     bool moved = false;
     if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) == 0) {
@@ -622,6 +629,7 @@ static void move_data_to_trash(yyc_kv *kv) {
     }
     if (!moved && kv->data_fd >= 0) yyc__fs_empty_dir(kv->data_fd);
     open_data_dir(kv);
+    folder_unlock(kv);
 }
 
 /* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
@@ -829,8 +837,10 @@ static void file_ref_forget(file_ref *r) {
  * changes both a row and a data file (rename + upsert, row delete + unlink, remove-all), so
  * that processes sharing the folder never interleave inside one: a row cannot end up naming a
  * file another process just deleted or replaced. Within a process the owner's mutex already
- * serialises calls; the lock is held for file renames and unlinks only, never for a value's
- * write (temporary files are written before it is taken). Nests. */
+ * serialises calls; the lock is held for file renames and unlinks, not for a value's write
+ * (temporary files are written before it is taken) - except in the rare save whose temporary
+ * file another process's remove-all trashed in between: that one is written again under the
+ * lock (save_locked). data/ itself is only ever replaced under the lock. Nests. */
 static void folder_lock(yyc_kv *kv) {
     if (kv->lock_depth++ > 0) return;
     while (flock(kv->root_fd, LOCK_EX) != 0 && errno == EINTR) {
@@ -1056,15 +1066,47 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     return step_done(kv, s, "save row");
 }
 
-/* The part of a save under the folder lock: the temporary file (when filename is set) is
- * renamed into place, the row replaced, and a file the key no longer uses deleted. */
+/* Puts a file value in place as data/<name>, under the folder lock: renames the temporary file
+ * tdfd/tmp written before the lock was taken (tmp empty: none could be written). When that file
+ * is gone - data/ went to another process's trash, and was emptied, between its write and the
+ * lock; or it was never written because data/ was already gone - the value is written again,
+ * into the current data/, under the lock this time: data/ is only replaced under the lock, so
+ * it cannot go away again before the rename and once is enough. Always atomic: a reader (or a
+ * crash) sees the old file or the new one. The temporary file never survives a failure.
+ * Returns YYC_OK or a recorded error. */
+static int place_file_locked(yyc_kv *kv, const void *value, size_t value_len, const char *name,
+                             int tdfd, const char *tmp) {
+    int dfd = data_dir(kv);
+    if (dfd < 0) {
+        if (*tmp) unlinkat(tdfd, tmp, 0);
+        return errno_fail(kv, EIO, "open data folder");
+    }
+    if (*tmp) {
+        if (renameat(tdfd, tmp, dfd, name) == 0) return YYC_OK;
+        int err = errno;
+        unlinkat(tdfd, tmp, 0);
+        if (err != ENOENT) return errno_fail(kv, err, "rename data file");
+    }
+    char again[64];
+    int err = yyc__fs_write_temp(dfd, value, value_len, again);
+    if (err) return errno_fail(kv, err, "write data file");
+    if (renameat(dfd, again, dfd, name) != 0) {
+        err = errno;
+        unlinkat(dfd, again, 0);
+        return errno_fail(kv, err, "rename data file");
+    }
+    return YYC_OK;
+}
+
+/* The part of a save under the folder lock: the value's file (when filename is set) is put in
+ * place, the row replaced, and a file the key no longer uses deleted. */
 static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, int tdfd, const char *tmp, const void *extended,
                        size_t extended_len, uint32_t crc) {
     char *old_name = NULL;
     int rc = lookup_filename(kv, key, &old_name);
     if (rc != YYC_OK) {
-        if (filename) unlinkat(tdfd, tmp, 0);
+        if (filename && *tmp) unlinkat(tdfd, tmp, 0);
         return rc;
     }
     /* The key's previous file, when the save leaves it behind (inline now, or another name). */
@@ -1072,12 +1114,10 @@ static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t va
     file_ref_capture(kv, filename && old_name && !strcmp(old_name, filename) ? NULL : old_name, &old);
     free(old_name);
     if (filename) {
-        int dfd = data_dir(kv);
-        if (dfd < 0 || renameat(tdfd, tmp, dfd, filename) != 0) {
-            int err = dfd < 0 ? EIO : errno;
-            unlinkat(tdfd, tmp, 0);
+        rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp);
+        if (rc != YYC_OK) {
             file_ref_forget(&old);
-            return errno_fail(kv, err, "rename data file");
+            return rc;
         }
         file_ref written;
         file_ref_capture(kv, filename, &written);
@@ -1114,15 +1154,18 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
 
     uint32_t crc = yyc__crc32c(value, value_len);
     /* A file value is written to a temporary file first, outside the folder lock. tdfd is our
-     * own descriptor of the folder it was written in (data/ may be replaced meanwhile). */
+     * own descriptor of the folder it was written in (data/ may be replaced meanwhile; if it
+     * already was, and removed, the write fails with ENOENT and is redone under the lock). */
     int tdfd = -1;
-    char tmp[64];
+    char tmp[64] = "";
     if (to_file) {
         int dfd = data_dir(kv);
         tdfd = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (tdfd < 0) return errno_fail(kv, dfd < 0 ? EIO : errno, "open data folder");
         int err = yyc__fs_write_temp(tdfd, value, value_len, tmp);
-        if (err) {
+        if (err == ENOENT) {
+            tmp[0] = '\0'; /* nothing was left behind */
+        } else if (err) {
             close(tdfd);
             return errno_fail(kv, err, "write data file");
         }

@@ -6,12 +6,15 @@
 
 #include "crc32c.h"
 #include "fs_util.h"
+#include "internal.h"
 #include "kv_private.h"
 
+#include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 
@@ -42,6 +45,68 @@ static int64_t kv_count(yyc_kv *kv) {
     int64_t n = -1;
     assert_int_equal(yyc_kv_count(kv, &n), YYC_OK);
     return n;
+}
+
+/* --- a pause inside a save (BUG-MP-CLEAR-RACE) ---
+ * A save writes its temporary file before it takes the folder lock, so another process can
+ * move data/ to the trash (and empty it) in between. To open that window deterministically,
+ * flock() and openat() are interposed here (the library is linked in statically: its calls
+ * reach these definitions): when armed, the arming thread runs window_action once, just before
+ * the chosen call - its first exclusive lock, or the creation of its first temporary file.
+ * Everything else passes straight through. */
+enum { WINDOW_NONE, WINDOW_BEFORE_LOCK, WINDOW_BEFORE_TEMP };
+static atomic_int window_armed;
+static pthread_t window_thread;
+static void (*window_action)(void *ctx);
+static void *window_ctx;
+
+static void window_fire(int at) {
+    int expected = at;
+    if (atomic_load(&window_armed) == at && pthread_equal(pthread_self(), window_thread) &&
+        atomic_compare_exchange_strong(&window_armed, &expected, WINDOW_NONE))
+        window_action(window_ctx);
+}
+
+static void window_arm(int at, void (*action)(void *), void *ctx) {
+    window_action = action;
+    window_ctx = ctx;
+    window_thread = pthread_self();
+    atomic_store(&window_armed, at);
+}
+
+/* The real functions, resolved lazily by whichever thread calls first (atomically: the worker
+ * thread calls them too). */
+typedef int (*flock_fn)(int, int);
+typedef int (*openat_fn)(int, const char *, int, ...);
+static _Atomic(flock_fn) real_flock;
+static _Atomic(openat_fn) real_openat;
+
+int flock(int fd, int op) {
+    flock_fn real = atomic_load(&real_flock);
+    if (!real) {
+        real = (flock_fn)dlsym(RTLD_NEXT, "flock");
+        atomic_store(&real_flock, real);
+    }
+    if (op & LOCK_EX) window_fire(WINDOW_BEFORE_LOCK);
+    return real(fd, op);
+}
+
+int openat(int dirfd, const char *path, int flags, ...) {
+    openat_fn real = atomic_load(&real_openat);
+    if (!real) {
+        real = (openat_fn)dlsym(RTLD_NEXT, "openat");
+        atomic_store(&real_openat, real);
+    }
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if ((flags & O_CREAT) && strncmp(path, YYC__FS_TEMP_PREFIX, strlen(YYC__FS_TEMP_PREFIX)) == 0)
+        window_fire(WINDOW_BEFORE_TEMP);
+    return real(dirfd, path, flags, mode);
 }
 
 typedef struct hook_log {
@@ -1607,6 +1672,94 @@ static void kv_storages_sharing_a_folder_never_leave_rows_without_files(void **s
     free(dir);
 }
 
+/* Another storage on the folder (another process) removes all and waits until its trash is
+ * empty: the data/ folder the paused save had opened is gone, with whatever was in it. */
+typedef struct remover {
+    yyc_kv *other;
+    const char *dir;
+    bool ok;
+} remover;
+
+static void remove_all_and_empty_the_trash(void *ctx) {
+    remover *r = ctx;
+    r->ok = yyc_kv_remove_all(r->other) == YYC_OK &&
+            WAIT_UNTIL(tk_count_entries(r->dir, "trash") == 0, 10);
+}
+
+static void kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds(
+    void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-trashedtemp");
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(a); /* the opens' background sweeps are over */
+    yyc__worker_drain(b);
+    save_str(a, "old", "old value", "f-old");
+    /* a's temporary file is written, then b removes all before a takes the folder lock. */
+    remover r = {.other = b, .dir = dir};
+    window_arm(WINDOW_BEFORE_LOCK, remove_all_and_empty_the_trash, &r);
+    assert_int_equal(yyc_kv_save(a, "k", "paused value", 12, "fk", NULL, 0), YYC_OK);
+    assert_int_equal(atomic_load(&window_armed), WINDOW_NONE);
+    assert_true(r.ok);
+    check_value(a, "k", "paused value");
+    check_value(b, "k", "paused value");
+    assert_int_equal(yyc_kv_exists(b, "old"), YYC_NOTFOUND);
+    /* The value file only: no temporary file left behind, nothing from before. */
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    assert_true(tk_exists(dir, "data/fk"));
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-trashedbefore");
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(a);
+    yyc__worker_drain(b);
+    /* a has opened data/, then b removes all before a creates its temporary file in it. */
+    remover r = {.other = b, .dir = dir};
+    window_arm(WINDOW_BEFORE_TEMP, remove_all_and_empty_the_trash, &r);
+    assert_int_equal(yyc_kv_save(a, "k", "late value", 10, "fk", NULL, 0), YYC_OK);
+    assert_int_equal(atomic_load(&window_armed), WINDOW_NONE);
+    assert_true(r.ok);
+    check_value(b, "k", "late value");
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    assert_true(tk_exists(dir, "data/fk"));
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* data/ moved to the trash but not emptied yet: the temporary file is moved out of it. */
+static void move_data_to_a_trash_folder(void *ctx) {
+    const char *dir = ctx;
+    char from[4096], to[4096];
+    tk_join(from, sizeof from, dir, "data");
+    tk_join(to, sizeof to, dir, "trash/PENDING");
+    if (rename(from, to) == 0) mkdir(from, 0700);
+}
+
+static void kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-pendingtrash");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(kv); /* the open's trash emptying is over: trash/PENDING stays */
+    window_arm(WINDOW_BEFORE_LOCK, move_data_to_a_trash_folder, dir);
+    assert_int_equal(yyc_kv_save(kv, "k", "moved value", 11, "fk", NULL, 0), YYC_OK);
+    assert_int_equal(atomic_load(&window_armed), WINDOW_NONE);
+    assert_int_equal(tk_count_entries(dir, "trash/PENDING"), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    check_value(kv, "k", "moved value");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1628,6 +1781,9 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_trash_folders_are_named_by_uppercase_uuids),
         cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
         cmocka_unit_test(kv_storages_sharing_a_folder_never_leave_rows_without_files),
+        cmocka_unit_test(kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds),
+        cmocka_unit_test(kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds),
+        cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),

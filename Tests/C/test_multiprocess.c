@@ -18,8 +18,8 @@
  * writer between its temporary-file write and the folder lock while another process removes
  * all, or sweeps old unreferenced files at open.
  *
- * Remove-all racing with other processes' writes is a known bug (BUG-MP-CLEAR-RACE): those two
- * cases are skipped unless YYC_RUN_KNOWN_BUGS=1.
+ * Remove-all racing with other processes' writes was BUG-MP-CLEAR-RACE (fixed: a save whose
+ * temporary file was trashed writes it again under the folder lock); those two cases run.
  *
  * Environment: YYC_MP_SECONDS (default 3) sets how long the workers run.
  */
@@ -319,14 +319,12 @@ static void processes_killed_mid_operation_do_not_disturb_the_others(void **stat
 
 /* Remove-all (fast: rows deleted, data/ moved to the trash; and slow) in the middle of other
  * processes' reads and writes: no error, no bad value, a consistent folder.
- * Known bug BUG-MP-CLEAR-RACE (skipped unless YYC_RUN_KNOWN_BUGS=1): a large set in one process
- * fails with YYC_EIO "rename data file: No such file or directory" (a few per thousand sets)
- * when another process's remove-all moves data/ to the trash and empties it between this
- * process's check of data/ and its temporary-file rename; the same window can let a rename
- * succeed into the trashed folder and commit a row whose file is then deleted. */
+ * BUG-MP-CLEAR-RACE (fixed): a large set in one process failed with YYC_EIO "rename data
+ * file: No such file or directory" (a few per thousand sets) when another process's remove-all
+ * moved data/ to the trash and emptied it between this process's temporary-file write and its
+ * rename under the folder lock. */
 static void processes_keep_working_while_others_remove_all(void **state) {
     (void)state;
-    REL_KNOWN_BUG("BUG-MP-CLEAR-RACE");
     char *dir = test_temp_dir("mp-clear");
     const char *init[] = {"init", dir, NULL};
     assert_int_equal(rel_run(init, 60.0), 0);
@@ -425,13 +423,12 @@ static int child_clearer(int argc, char **argv) {
     return 0;
 }
 
-/* Known bug BUG-MP-CLEAR-RACE, deterministic form (skipped unless YYC_RUN_KNOWN_BUGS=1): a
- * large set writes its temporary file into data/ before taking the folder lock; another
- * process's remove-all moves data/ to the trash and empties it in that window, so the set's
- * rename fails (YYC_EIO, ENOENT) and the value is not stored. */
+/* BUG-MP-CLEAR-RACE, deterministic form (fixed): a large set writes its temporary file into
+ * data/ before taking the folder lock; another process's remove-all moves data/ to the trash
+ * and empties it in that window, so the set's rename failed (YYC_EIO, ENOENT) and the value was
+ * not stored. The set now writes the file again under the lock. */
 static void a_set_paused_across_another_process_remove_all_succeeds(void **state) {
     (void)state;
-    REL_KNOWN_BUG("BUG-MP-CLEAR-RACE");
     char *dir = test_temp_dir("mp-pause");
     const char *init[] = {"init", dir, NULL};
     assert_int_equal(rel_run(init, 60.0), 0);
