@@ -368,15 +368,24 @@ static atomic_bool pause_armed;
 static pthread_t pause_thread;
 static int pause_ready_fd = -1, pause_go_fd = -1;
 
+typedef int (*flock_fn)(int, int);
+
+/* Resolved lazily by whichever thread calls first (the worker thread may race the main one), so
+ * the pointer is atomic; two threads resolving it at once store the same value. */
+static _Atomic(flock_fn) real_flock;
+
 int flock(int fd, int op) {
-    static int (*real_flock)(int, int);
-    if (!real_flock) real_flock = (int (*)(int, int))dlsym(RTLD_NEXT, "flock");
+    flock_fn real = atomic_load(&real_flock);
+    if (!real) {
+        real = (flock_fn)dlsym(RTLD_NEXT, "flock");
+        atomic_store(&real_flock, real);
+    }
     if ((op & LOCK_EX) && atomic_load(&pause_armed) && pthread_equal(pthread_self(), pause_thread) &&
         atomic_exchange(&pause_armed, false)) {
         char c = 'p';
         if (write(pause_ready_fd, &c, 1) != 1 || read(pause_go_fd, &c, 1) != 1) _exit(3);
     }
-    return real_flock(fd, op);
+    return real(fd, op);
 }
 
 /* --child paused_writer DIR READY_FD GO_FD: sets a large value, paused after its temporary
