@@ -1180,10 +1180,9 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
 
 /* --- remove --- */
 
-int yyc_kv_remove(yyc_kv *kv, const char *key) {
-    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
-    if (key_is_empty(key)) return YYC_OK;
-    folder_lock(kv);
+/* Removes key's row and then its file, reading the file name under the folder lock (the caller
+ * holds it), so a value another process turned into a file meanwhile leaves no stray file. */
+static int remove_key_locked(yyc_kv *kv, const char *key) {
     char *name = NULL;
     int rc = lookup_filename(kv, key, &name);
     if (rc == YYC_OK) {
@@ -1196,6 +1195,14 @@ int yyc_kv_remove(yyc_kv *kv, const char *key) {
         else file_ref_forget(&f);
     }
     free(name);
+    return rc;
+}
+
+int yyc_kv_remove(yyc_kv *kv, const char *key) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (key_is_empty(key)) return YYC_OK;
+    folder_lock(kv);
+    int rc = remove_key_locked(kv, key);
     folder_unlock(kv);
     return rc;
 }
@@ -1427,13 +1434,11 @@ static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
     return YYC_OK;
 }
 
+/* The batch was listed without the folder lock; the row's current file name is read again
+ * under it (another process may have changed the value since). */
 static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
     folder_lock(kv);
-    file_ref f;
-    file_ref_capture(kv, r->filename, &f);
-    int rc = delete_row(kv, r->key); /* row first, then its file */
-    if (rc == YYC_OK) file_ref_delete(kv, &f);
-    else file_ref_forget(&f);
+    int rc = remove_key_locked(kv, r->key);
     folder_unlock(kv);
     return rc;
 }

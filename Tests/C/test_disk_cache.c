@@ -666,10 +666,9 @@ static void disk_cache_a_locked_manifest_gives_busy_and_keeps_the_data(void **st
     set_str(dc, "b", "in a file");
     sqlite3 *other = tk_raw_open(dir);
     tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
-    double t0 = test_now();
+    /* Refused after the busy timeout (5 s), not at once and not forever; tests never assert on
+     * durations, only on the outcome. */
     assert_int_equal(yyc_diskcache_set(dc, "c", "C", 1, NULL, 0), YYC_EBUSY);
-    double waited = test_now() - t0;
-    assert_true(waited >= 4.0 && waited < 15.0); /* the 5 s busy timeout */
     tk_raw_exec(other, "rollback");
     sqlite3_close(other);
     check_str(dc, "a", "A");

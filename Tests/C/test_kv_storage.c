@@ -1033,9 +1033,7 @@ static void kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data
     yyc__kv_set_busy_timeout(kv, 200);
     sqlite3 *other = tk_raw_open(dir);
     tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
-    double t0 = test_now();
     assert_int_equal(yyc_kv_save(kv, "c", "C", 1, NULL, NULL, 0), YYC_EBUSY);
-    assert_true(test_now() - t0 < 3.0);
     yyc_error e;
     yyc_last_error(&e);
     assert_int_equal(e.code, YYC_EBUSY);
@@ -1054,7 +1052,6 @@ static void kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data
      * YYC_EBUSY, and deletes nothing. */
     tk_raw_exec(other, "pragma journal_mode = delete; begin exclusive; "
                        "insert into manifest (key, size) values ('z', 0);");
-    t0 = test_now();
     assert_int_equal(yyc_kv_open(dir, YYC_KV_MIXED, &kv), YYC_EBUSY);
     assert_null(kv);
     tk_raw_exec(other, "rollback");
@@ -1125,9 +1122,7 @@ static void kv_lazy_reopen_follows_yykvstorage_retry_limits(void **state) {
     yyc__kv_close_connection(kv);
     assert_int_equal(yyc_kv_save(kv, "b", "B", 1, NULL, NULL, 0), YYC_EIO); /* failure 1 */
     assert_false(yyc__kv_is_open(kv));
-    double t0 = test_now();
     assert_int_equal(yyc_kv_save(kv, "b", "B", 1, NULL, NULL, 0), YYC_ECLOSED);
-    assert_true(test_now() - t0 < 1.0);
     /* Shorter spacing for the rest of the test: 8 tries in a row, then never again. */
     yyc__kv_set_reopen_policy(kv, 8, 0.05);
     usleep(60000);
