@@ -21,6 +21,8 @@ let package = Package(
             cSettings: [
                 .define("_GNU_SOURCE"),
                 .define("YYC_BUILDING"),
+                // Release builds drop the core's debug-only checks (asserts, error-checking mutex).
+                .define("NDEBUG", .when(configuration: .release)),
             ],
             linkerSettings: [
                 .linkedLibrary("sqlite3"),
