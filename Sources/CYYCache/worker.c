@@ -52,8 +52,12 @@ static struct {
 
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
 
+/* Intervals of 1e15 s (30 million years) or more never come due: treated as paused, so that a
+ * huge finite interval such as DBL_MAX cannot overflow the time_t of the wait. */
+#define MAX_INTERVAL 1e15
+
 static double deadline_after(double interval) {
-    if (!(interval > 0) || isinf(interval)) return INFINITY;
+    if (!(interval > 0) || !(interval < MAX_INTERVAL)) return INFINITY;
     return yyc__monotonic_now() + interval;
 }
 

@@ -1,6 +1,7 @@
 /* test_worker.c - the background worker: jobs, drain, timers. */
 #include "test_support.h"
 
+#include <float.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -92,6 +93,26 @@ static void paused_timer_never_fires(void **state) {
     yyc__timer_free(negative);
 }
 
+static void huge_intervals_pause_the_timer(void **state) {
+    (void)state;
+    /* DBL_MAX once overflowed the wait's time_t and made the worker spin (found by fuzzing,
+     * Tests/fuzz/corpus/memcache/bug-worker-huge-interval). Now it is a pause: the timer never
+     * fires, and the worker still runs jobs. */
+    atomic_store(&fired, 0);
+    yyc__timer *t = NULL;
+    assert_int_equal(yyc__timer_new(tick, NULL, DBL_MAX, &t), YYC_OK);
+    yyc__timer_set_interval(t, 1e300);
+    static int owner;
+    atomic_store(&counter, 0);
+    yyc__worker_async(&owner, count_job, NULL);
+    yyc__worker_drain(&owner);
+    assert_int_equal(atomic_load(&counter), 1);
+    assert_int_equal(atomic_load(&fired), 0);
+    yyc__timer_set_interval(t, 0.005); /* and it still works once given a real interval */
+    assert_true(WAIT_UNTIL(atomic_load(&fired) >= 1, 10));
+    yyc__timer_free(t);
+}
+
 static yyc__timer *self_freeing;
 static void free_self(void *arg) {
     (void)arg;
@@ -134,6 +155,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(timer_fires_repeatedly_and_stops_when_freed),
     cmocka_unit_test(paused_timer_never_fires),
     cmocka_unit_test(timer_may_free_itself_from_its_callback),
+    cmocka_unit_test(huge_intervals_pause_the_timer),
     cmocka_unit_test(status_messages_come_from_one_table),
     cmocka_unit_test(last_error_is_per_thread),
 };

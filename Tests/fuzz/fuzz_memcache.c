@@ -406,10 +406,6 @@ static void mop(mstate *s) {
         double v = vals[b % 8];
         if (b & 8) {
             if (v > 0 && v < 1e9) v = 0.0; /* would fire during a long fuzzing session */
-            /* Known bug (Tests/fuzz/known-bugs/README.md, BUG-WORKER-HUGE-INTERVAL): an interval
-             * above ~9.2e18 s overflows the worker's timespec (UB; the worker then spins).
-             * Kept out unless YYC_FUZZ_KNOWN_BUGS is set, so fuzzing can look further. */
-            if (v > 1e9 && isfinite(v) && !getenv("YYC_FUZZ_KNOWN_BUGS")) v = 1e9;
             yyc_memcache_set_auto_trim_interval(s->c, v);
             s->interval = v;
             double got = yyc_memcache_auto_trim_interval(s->c);
