@@ -81,9 +81,16 @@ YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, 
                                             size_t len, const void *extended, size_t extended_len,
                                             const char *filename);
 
-/* Computes a file name for key into out (at most 255 bytes plus NUL). Return false to use
- * md5(key). Called without the core's lock held. */
+/* Computes a file name for key into out (at most 255 bytes plus NUL). Return false (or leave
+ * out empty) to use md5(key). A name that is not one valid path component makes the write fail
+ * with YYC_EINVAL and nothing is written.
+ * Thread safety: called without the core's lock, only for values that go to a file, on the
+ * thread of the writing call, so it may run on several threads at once and may call into the
+ * cache. Ownership: ctx is borrowed and must stay valid until the function is replaced (NULL fn
+ * restores md5) and no write is in progress; key is borrowed for the call. */
 typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
+
+/* Sets the core-wide file-name function (shared by every holder of the core). */
 YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
 
 /* Removes one value / every value (rows deleted in place, data/ moved to trash/ and emptied on

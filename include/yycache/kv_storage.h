@@ -148,8 +148,11 @@ YYC_API int yyc_kv_exists(yyc_kv *kv, const char *key);
 YYC_API int yyc_kv_count(yyc_kv *kv, int64_t *out);
 YYC_API int yyc_kv_size(yyc_kv *kv, int64_t *out);
 
-YYC_API void yyc_kv_item_free(yyc_kv_item *item);                  /* NULL is fine */
-YYC_API void yyc_kv_items_free(yyc_kv_item **items, size_t count); /* NULL is fine */
+/* Free an item handed out by yyc_kv_get_item / _get_item_info (one block: its strings and
+ * buffers go with it), or a whole list from yyc_kv_get_items / _get_item_infos with the count
+ * returned alongside it. NULL is fine. Ownership: takes back what the library transferred. */
+YYC_API void yyc_kv_item_free(yyc_kv_item *item);
+YYC_API void yyc_kv_items_free(yyc_kv_item **items, size_t count);
 
 /* Whether name is acceptable as a data file name (one path component, 1..255 bytes, no '/',
  * no NUL, not "." or ".."). */

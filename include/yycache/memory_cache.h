@@ -124,7 +124,8 @@ YYC_API void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds);
  * handle_memory_warning: calls the memory-warning handler (if set) on the calling thread,
  * then removes every entry if should_remove_all_on_memory_warning (default true). Same for
  * handle_enter_background with its own handler and flag (default true). The handlers run with
- * no lock held and may call into the cache. */
+ * no lock held and may call into the cache. Ownership: ctx is borrowed until the handler is
+ * replaced (NULL fn removes it) or the cache is freed. */
 typedef void (*yyc_memcache_event_fn)(yyc_memcache *c, void *ctx);
 YYC_API void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
                                                      void *ctx);
