@@ -28,8 +28,9 @@
  *     for a damaged manifest;
  *   - several processes may share a folder: an flock on the folder is held around every
  *     row+file change (data/ moves to the trash only under it), data/ is revalidated before
- *     file I/O, a temporary file trashed by another process's remove-all before the lock was
- *     taken is written again under the lock, the WAL switch at open is retried while busy, and
+ *     file I/O (once per hold of the lock), a temporary file written through a data/ that
+ *     another process's remove-all replaced is moved into the new data/ under the lock, or
+ *     written again there when the trash took it, the WAL switch at open is retried while busy, and
  *     a value that looks damaged is re-read under the lock before it is dropped;
  *   - the access time is not rewritten when it already holds the current second.
  */
@@ -115,7 +116,8 @@
 
 /* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
  * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
- * could not be recreated); an item handed out is one malloc block. */
+ * could not be recreated); data_checked only while lock_depth > 0; save_dir_fd is -1 outside
+ * yyc_kv_save; an item handed out is one malloc block. */
 struct yyc_kv {
     char *path;    /* as given to open */
     char *db_path; /* path/manifest.sqlite */
@@ -124,6 +126,12 @@ struct yyc_kv {
     int data_fd;
     dev_t data_dev; /* identity of the folder data_fd was opened on */
     ino_t data_ino;
+    /* data_fd was checked against data/ since the folder lock was taken: data/ is only replaced
+     * under that lock, so it stays valid until the lock is released. */
+    bool data_checked;
+    /* The descriptor a save in progress wrote its temporary file through (-1: none). Reopening
+     * data/ meanwhile leaves it open: the save closes it. */
+    int save_dir_fd;
     sqlite3 *db;
     yyc__stmt_cache stmts;
     int busy_timeout_ms;
@@ -590,26 +598,32 @@ static void schedule_trash_empty(yyc_kv *kv, bool sweep_data) {
 
 /* (Re)opens data/ and remembers its identity. */
 static int open_data_dir(yyc_kv *kv) {
-    if (kv->data_fd >= 0) close(kv->data_fd);
+    if (kv->data_fd >= 0 && kv->data_fd != kv->save_dir_fd) close(kv->data_fd);
     kv->data_fd = -1;
+    kv->data_checked = false;
     int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
     if (err) return err;
     struct stat st;
     if (fstat(kv->data_fd, &st) == 0) {
         kv->data_dev = st.st_dev;
         kv->data_ino = st.st_ino;
+        kv->data_checked = kv->lock_depth > 0;
     }
     return 0;
 }
 
 /* The descriptor of the current data/ folder, reopened when data/ was replaced since (by
  * another process's remove-all, or by anything else: a file or a link in its place), so a
- * value is never written into a folder that went to the trash. -1 if it cannot be opened. */
+ * value is never written into a folder that went to the trash. -1 if it cannot be opened.
+ * Checked once per hold of the folder lock (data/ is only replaced under it), else every time. */
 static int data_dir(yyc_kv *kv) {
+    if (kv->data_fd >= 0 && kv->data_checked) return kv->data_fd;
     struct stat st;
     if (kv->data_fd >= 0 && fstatat(kv->root_fd, DATA_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode) && st.st_dev == kv->data_dev && st.st_ino == kv->data_ino)
+        S_ISDIR(st.st_mode) && st.st_dev == kv->data_dev && st.st_ino == kv->data_ino) {
+        kv->data_checked = kv->lock_depth > 0;
         return kv->data_fd;
+    }
     open_data_dir(kv);
     return kv->data_fd;
 }
@@ -658,6 +672,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     kv->type = type;
     kv->root_fd = -1;
     kv->data_fd = -1;
+    kv->save_dir_fd = -1;
     kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
     kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
     kv->retry_interval = YYC__KV_RETRY_INTERVAL;
@@ -845,10 +860,12 @@ static void folder_lock(yyc_kv *kv) {
     if (kv->lock_depth++ > 0) return;
     while (flock(kv->root_fd, LOCK_EX) != 0 && errno == EINTR) {
     }
+    kv->data_checked = false; /* another process may have replaced data/ before we got it */
 }
 
 static void folder_unlock(yyc_kv *kv) {
     if (--kv->lock_depth > 0) return;
+    kv->data_checked = false;
     flock(kv->root_fd, LOCK_UN);
 }
 
@@ -1119,11 +1136,14 @@ static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t va
             file_ref_forget(&old);
             return rc;
         }
-        file_ref written;
-        file_ref_capture(kv, filename, &written);
         rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
-        if (rc != YYC_OK) file_ref_delete(kv, &written);
-        else file_ref_forget(&written);
+        if (rc != YYC_OK) {
+            /* No row names the new file: remove it. Under the folder lock nothing else renames
+             * a file into place, so the file under that name is still the one just written. */
+            file_ref written;
+            file_ref_capture(kv, filename, &written);
+            file_ref_delete(kv, &written);
+        }
     } else {
         rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
     }
@@ -1153,20 +1173,22 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
         return report(kv, true, YYC_ETOOBIG, 0, 0, "value too large");
 
     uint32_t crc = yyc__crc32c(value, value_len);
-    /* A file value is written to a temporary file first, outside the folder lock. tdfd is our
-     * own descriptor of the folder it was written in (data/ may be replaced meanwhile; if it
-     * already was, and removed, the write fails with ENOENT and is redone under the lock). */
+    /* A file value is written to a temporary file first, outside the folder lock, through the
+     * data/ descriptor we hold, unchecked: data/ may have been replaced by another process's
+     * remove-all, before or during the write. save_locked checks data/ under the lock and moves
+     * the file into the current data/ (or, when the trash took it, writes it again there). The
+     * descriptor stays open until then even if data/ is reopened meanwhile (save_dir_fd). */
     int tdfd = -1;
     char tmp[64] = "";
     if (to_file) {
-        int dfd = data_dir(kv);
-        tdfd = dfd < 0 ? -1 : openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (tdfd < 0) return errno_fail(kv, dfd < 0 ? EIO : errno, "open data folder");
+        tdfd = kv->data_fd >= 0 ? kv->data_fd : data_dir(kv);
+        if (tdfd < 0) return errno_fail(kv, EIO, "open data folder");
+        kv->save_dir_fd = tdfd;
         int err = yyc__fs_write_temp(tdfd, value, value_len, tmp);
         if (err == ENOENT) {
             tmp[0] = '\0'; /* nothing was left behind */
         } else if (err) {
-            close(tdfd);
+            kv->save_dir_fd = -1;
             return errno_fail(kv, err, "write data file");
         }
     }
@@ -1174,7 +1196,8 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp, extended,
                      extended_len, crc);
     folder_unlock(kv);
-    if (tdfd >= 0) close(tdfd);
+    if (tdfd >= 0 && tdfd != kv->data_fd) close(tdfd); /* data/ was reopened meanwhile */
+    kv->save_dir_fd = -1;
     return rc;
 }
 

@@ -1755,6 +1755,66 @@ static void kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back(void **
     free(dir);
 }
 
+/* Open descriptors of this process. */
+static int count_open_fds(void) {
+    return tk_count_entries("/proc/self", "fd");
+}
+
+/* A save through a data/ descriptor that went stale before the save began (another storage's
+ * remove-all, trash emptied): the value lands in the new data/, nothing is left behind. */
+static void kv_a_save_after_another_remove_all_writes_into_the_new_data_folder(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-staledata");
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(a);
+    yyc__worker_drain(b);
+    save_str(a, "k1", "first value", "f1"); /* a holds its data/ descriptor */
+    remover r = {.other = b, .dir = dir};
+    remove_all_and_empty_the_trash(&r);
+    assert_true(r.ok);
+    yyc__worker_drain(b); /* its trash job has closed its descriptors */
+    int fds = count_open_fds();
+    assert_int_equal(yyc_kv_save(a, "k2", "second value", 12, "f2", NULL, 0), YYC_OK);
+    assert_int_equal(count_open_fds(), fds); /* the stale descriptor was replaced, not leaked */
+    check_value(b, "k2", "second value");
+    check_value(a, "k2", "second value");
+    assert_int_equal(yyc_kv_exists(a, "k1"), YYC_NOTFOUND);
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    assert_true(tk_exists(dir, "data/f2"));
+    assert_int_equal(tk_count_entries(dir, "trash"), 0);
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The same while the old data/ still waits in the trash: the temporary file written into it is
+ * moved into the new data/ under the lock, through the descriptor the save still holds. */
+static void kv_a_save_through_a_data_folder_moved_to_the_trash_earlier_moves_its_file_back(
+    void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-staletrash");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(kv);
+    save_str(kv, "k1", "first value", "f1");
+    move_data_to_a_trash_folder(dir); /* data/ -> trash/PENDING, a new empty data/ */
+    int fds = count_open_fds();
+    assert_int_equal(yyc_kv_save(kv, "k2", "second value", 12, "f2", NULL, 0), YYC_OK);
+    assert_int_equal(count_open_fds(), fds);
+    assert_int_equal(tk_count_entries(dir, "trash/PENDING"), 1); /* f1 only */
+    assert_true(tk_exists(dir, "trash/PENDING/f1"));
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    check_value(kv, "k2", "second value");
+    /* Later saves use the new data/ (checked once per folder lock). */
+    save_str(kv, "k3", "third value", "f3");
+    assert_int_equal(tk_count_entries(dir, "data"), 2);
+    check_value(kv, "k3", "third value");
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1779,6 +1839,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds),
         cmocka_unit_test(kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds),
         cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
+        cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
+        cmocka_unit_test(kv_a_save_through_a_data_folder_moved_to_the_trash_earlier_moves_its_file_back),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
