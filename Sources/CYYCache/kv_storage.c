@@ -2,8 +2,9 @@
  * kv_storage.c - YYKVStorage in C: an SQLite manifest plus data files, byte-compatible on disk.
  *
  * Deviations from YYKVStorage (each one tested in Tests/C/test_kv_storage.c):
- *   - statements are reset (bindings cleared) after every use and finalized before close
- *     (YYCache #115, #166); the connection has a busy timeout and is opened NOMUTEX;
+ *   - statements are reset after every use, every parameter bound again before each step, and
+ *     finalized before close (YYCache #115, #166); the connection has a busy timeout and is
+ *     opened NOMUTEX;
  *   - the manifest is deleted and rebuilt only for SQLITE_CORRUPT / SQLITE_NOTADB (or a manifest
  *     table without YYKVStorage's columns), never because it was busy (#157), and the rebuild is
  *     reported (YYC_ECORRUPT) instead of silent;
@@ -457,8 +458,9 @@ static int prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqli
     return prepare(kv, *with_crc ? sql_crc : sql_plain, out);
 }
 
-/* Binds a key with its length. Keys outlive the step: every statement is reset and its
- * bindings cleared before the call that bound them returns, so SQLITE_STATIC is safe. */
+/* Binds a key with its length. SQLITE_STATIC is safe: SQLite reads a bound value only while
+ * the statement steps, every statement is reset before the call that bound it returns, and
+ * every use of a cached statement binds all of its parameters again before stepping. */
 static int bind_key(sqlite3_stmt *s, int idx, const char *key) {
     return sqlite3_bind_text64(s, idx, key, strlen(key), SQLITE_STATIC, SQLITE_UTF8);
 }

@@ -34,9 +34,7 @@ int yyc__stmt_cache_get(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out)
 }
 
 void yyc__stmt_done(sqlite3_stmt *stmt) {
-    if (!stmt) return;
-    sqlite3_reset(stmt);
-    sqlite3_clear_bindings(stmt);
+    if (stmt) sqlite3_reset(stmt);
 }
 
 void yyc__stmt_cache_clear(yyc__stmt_cache *c) {

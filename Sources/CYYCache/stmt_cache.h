@@ -4,9 +4,11 @@
  * YYKVStorage cached statements but never reset them after use, so a SELECT that stopped on a
  * row kept its read transaction open and WAL checkpoints could not complete (YYCache #115,
  * PR #129), and it closed the connection without finalizing them (#166, #168). Here every
- * statement handed out must be given back with yyc__stmt_done (reset + bindings cleared) before
- * the calling function returns, and yyc__stmt_cache_clear finalizes all of them before the
- * connection is closed.
+ * statement handed out must be given back with yyc__stmt_done (reset) before the calling
+ * function returns, and yyc__stmt_cache_clear finalizes all of them before the connection is
+ * closed. Bindings are not cleared (a few hundred instructions per save): every caller
+ * binds every parameter of a statement before each step. A binding left from an earlier call
+ * may point to memory that is gone; SQLite reads a bound value only while stepping.
  *
  * Thread safety: none; the caller holds the owner's lock (yyc_kv is single-threaded).
  * Ownership: the cache owns its statements; callers borrow them between get and done.
@@ -31,8 +33,8 @@ void yyc__stmt_cache_init(yyc__stmt_cache *c, sqlite3 *db);
  * sqlite3_prepare_v2 (nothing cached), or SQLITE_NOMEM. */
 int yyc__stmt_cache_get(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out);
 
-/* Resets the statement and clears its bindings, ending any read transaction it holds. NULL is
- * fine. */
+/* Resets the statement, ending any read transaction it holds (bindings stay: the next user
+ * rebinds every parameter). NULL is fine. */
 void yyc__stmt_done(sqlite3_stmt *stmt);
 
 /* Finalizes every cached statement and empties the cache (before sqlite3_close). */
