@@ -45,4 +45,9 @@ void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
  * reopens lazily). */
 void yyc__kv_close_connection(yyc_kv *kv);
 
+/* Testing: whether a save learns the file name of the row it replaces from SQLite's preupdate
+ * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
+ * whether the hook is in use now. */
+bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
+
 #endif /* YYCACHE_KV_PRIVATE_H */

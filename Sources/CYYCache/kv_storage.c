@@ -33,8 +33,15 @@
  *     another process's remove-all replaced is moved into the new data/ under the lock, or
  *     written again there when the trash took it, the WAL switch at open is retried while busy, and
  *     a value that looks damaged is re-read under the lock before it is dropped;
- *   - the access time is not rewritten when it already holds the current second.
+ *   - the access time is not rewritten when it already holds the current second;
+ *   - a save learns the file name of the row it replaces from SQLite's preupdate hook during its
+ *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first.
  */
+/* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
+ * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
+#ifndef SQLITE_ENABLE_PREUPDATE_HOOK
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
+#endif
 #include "internal.h"
 
 #include "fs_util.h"
@@ -57,6 +64,9 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+
+#pragma weak sqlite3_preupdate_hook
+#pragma weak sqlite3_preupdate_old
 
 /* --- layout and SQL (a file-format contract: spec 2.1, 2.2, 2.5) --- */
 
@@ -144,6 +154,14 @@ struct yyc_kv {
     int fail_opens;       /* testing: opens left to fail */
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
     bool has_crc;         /* the manifest has the checksum column */
+    /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
+     * upsert itself, instead of looking it up first (old_row_hook). */
+    bool use_old_row_hook;  /* the hook is available and the columns below were found */
+    bool no_old_row_hook;   /* testing: always look up */
+    int col_key, col_filename; /* column numbers in manifest */
+    const char *hook_key;   /* the key being saved, while the upsert steps (else NULL) */
+    bool old_row_failed;    /* the hook could not read the replaced row */
+    char old_filename[256]; /* the replaced row's file name; "" when none (or not valid) */
     int lock_depth;       /* folder_lock nesting */
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
     /* Reporting. */
@@ -303,6 +321,30 @@ static bool ensure_crc_column(sqlite3 *db) {
     return rc == SQLITE_OK;
 }
 
+/* Whether the linked SQLite has the preupdate hook (weak references: NULL when absent). */
+static bool old_row_hook_available(void) {
+    return sqlite3_preupdate_hook != NULL && sqlite3_preupdate_old != NULL &&
+           sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
+}
+
+/* The column numbers of key and filename in manifest (any order: the schema check only names
+ * them). Returns false if either is missing. */
+static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
+    *key_col = *name_col = -1;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, "select * from manifest limit 0;", -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return false;
+    }
+    for (int i = 0; i < sqlite3_column_count(s); i++) {
+        const char *name = sqlite3_column_name(s, i);
+        if (name && !sqlite3_stricmp(name, "key")) *key_col = i;
+        else if (name && !sqlite3_stricmp(name, "filename")) *name_col = i;
+    }
+    sqlite3_finalize(s);
+    return *key_col >= 0 && *name_col >= 0;
+}
+
 /* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
  * means the file is not a usable manifest (the caller rebuilds). */
 static int db_open_once(yyc_kv *kv) {
@@ -381,6 +423,8 @@ static int db_open_once(yyc_kv *kv) {
                       "initialize manifest: %s", sqlite3_errstr(rc));
     }
     kv->has_crc = ensure_crc_column(db);
+    kv->use_old_row_hook = !kv->no_old_row_hook && old_row_hook_available() &&
+                           find_manifest_columns(db, &kv->col_key, &kv->col_filename);
     kv->db = db;
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
@@ -773,6 +817,15 @@ void yyc__kv_fail_next_opens(yyc_kv *kv, int n) { kv->fail_opens = n; }
 
 void yyc__kv_close_connection(yyc_kv *kv) { db_close(kv); }
 
+bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
+    kv->no_old_row_hook = !on;
+    if (!on) kv->use_old_row_hook = false;
+    else if (kv->db)
+        kv->use_old_row_hook = old_row_hook_available() &&
+                               find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename);
+    return kv->use_old_row_hook;
+}
+
 void yyc__kv_checkpoint(yyc_kv *kv) {
     if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
@@ -1056,6 +1109,36 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
+/* SQLite's preupdate hook while an upsert steps: INSERT OR REPLACE deletes the key's previous
+ * row (if any) before inserting the new one, and this records that row's file name, so the save
+ * knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls nothing
+ * but sqlite3_preupdate_old and sqlite3_value_*. */
+static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
+                         sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
+    yyc_kv *kv = ctx;
+    (void)old_rowid;
+    (void)new_rowid;
+    if (op != SQLITE_DELETE || !kv->hook_key || strcmp(db_name, "main") != 0 ||
+        strcmp(table, "manifest") != 0)
+        return;
+    sqlite3_value *k = NULL, *f = NULL;
+    if (sqlite3_preupdate_old(db, kv->col_key, &k) != SQLITE_OK ||
+        sqlite3_preupdate_old(db, kv->col_filename, &f) != SQLITE_OK) {
+        kv->old_row_failed = true;
+        return;
+    }
+    size_t key_len = strlen(kv->hook_key);
+    const void *old_key = sqlite3_value_text(k);
+    if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len || memcmp(old_key, kv->hook_key, key_len))
+        return; /* not the key's row (only a trigger someone added could delete another) */
+    const char *name = sqlite3_value_type(f) == SQLITE_TEXT ? (const char *)sqlite3_value_text(f) : NULL;
+    if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
+        memcpy(kv->old_filename, name, strlen(name) + 1);
+}
+
+/* Replaces key's row (INSERT OR REPLACE). With the old-row hook in use, kv->old_filename gets
+ * the file name of the row it replaced ("" when none) and kv->old_row_failed tells whether that
+ * row could not be read. */
 static int upsert(yyc_kv *kv, const char *key, const char *filename, const void *value,
                   size_t value_len, const void *ext, size_t ext_len, uint32_t crc) {
     sqlite3_stmt *s;
@@ -1082,7 +1165,15 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
         yyc__stmt_done(s);
         return sqlite_fail(kv, b, "bind row");
     }
-    return step_done(kv, s, "save row");
+    if (!kv->use_old_row_hook) return step_done(kv, s, "save row");
+    kv->hook_key = key;
+    kv->old_row_failed = false;
+    kv->old_filename[0] = '\0';
+    sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
+    rc = step_done(kv, s, "save row");
+    sqlite3_preupdate_hook(kv->db, NULL, NULL);
+    kv->hook_key = NULL;
+    return rc;
 }
 
 /* Puts a file value in place as data/<name>, under the folder lock: renames the temporary file
@@ -1117,40 +1208,56 @@ static int place_file_locked(yyc_kv *kv, const void *value, size_t value_len, co
     return YYC_OK;
 }
 
+/* The row replaced and the key's previous file deleted when the save leaves it behind (inline
+ * now, or another name), after the row no longer names it. The old file name comes from the
+ * upsert itself (old_row_hook) or, without the hook, from a lookup first. Caller holds the
+ * folder lock, so no other process changes the row or the file in between. */
+static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                       const char *filename, const void *extended, size_t extended_len,
+                       uint32_t crc) {
+    const void *inline_value = filename ? NULL : value;
+    file_ref old;
+    if (!kv->use_old_row_hook) {
+        char *old_name = NULL;
+        int rc = lookup_filename(kv, key, &old_name);
+        if (rc != YYC_OK) return rc;
+        file_ref_capture(kv, filename && old_name && !strcmp(old_name, filename) ? NULL : old_name,
+                         &old);
+        free(old_name);
+        rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc);
+        if (rc == YYC_OK) file_ref_delete(kv, &old);
+        else file_ref_forget(&old);
+        return rc;
+    }
+    int rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc);
+    if (rc != YYC_OK) return rc;
+    if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
+        report(kv, false, YYC_ENOMEM, 0, 0, "previous file of a saved key not known");
+    const char *old_name = kv->old_filename[0] ? kv->old_filename : NULL;
+    if (old_name && !(filename && !strcmp(old_name, filename))) {
+        file_ref_capture(kv, old_name, &old);
+        file_ref_delete(kv, &old);
+    }
+    return YYC_OK;
+}
+
 /* The part of a save under the folder lock: the value's file (when filename is set) is put in
- * place, the row replaced, and a file the key no longer uses deleted. */
+ * place, then the row replaced (replace_row). */
 static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, int tdfd, const char *tmp, const void *extended,
                        size_t extended_len, uint32_t crc) {
-    char *old_name = NULL;
-    int rc = lookup_filename(kv, key, &old_name);
-    if (rc != YYC_OK) {
-        if (filename && *tmp) unlinkat(tdfd, tmp, 0);
-        return rc;
-    }
-    /* The key's previous file, when the save leaves it behind (inline now, or another name). */
-    file_ref old;
-    file_ref_capture(kv, filename && old_name && !strcmp(old_name, filename) ? NULL : old_name, &old);
-    free(old_name);
     if (filename) {
-        rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp);
-        if (rc != YYC_OK) {
-            file_ref_forget(&old);
-            return rc;
-        }
-        rc = upsert(kv, key, filename, NULL, value_len, extended, extended_len, crc);
-        if (rc != YYC_OK) {
-            /* No row names the new file: remove it. Under the folder lock nothing else renames
-             * a file into place, so the file under that name is still the one just written. */
-            file_ref written;
-            file_ref_capture(kv, filename, &written);
-            file_ref_delete(kv, &written);
-        }
-    } else {
-        rc = upsert(kv, key, NULL, value, value_len, extended, extended_len, crc);
+        int rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp);
+        if (rc != YYC_OK) return rc;
     }
-    if (rc == YYC_OK) file_ref_delete(kv, &old); /* after the row no longer names it */
-    else file_ref_forget(&old);
+    int rc = replace_row(kv, key, value, value_len, filename, extended, extended_len, crc);
+    if (rc != YYC_OK && filename) {
+        /* No row names the new file: remove it. Under the folder lock nothing else renames a
+         * file into place, so the file under that name is still the one just written. */
+        file_ref written;
+        file_ref_capture(kv, filename, &written);
+        file_ref_delete(kv, &written);
+    }
     return rc;
 }
 

@@ -317,6 +317,92 @@ static void kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file
     free(dir);
 }
 
+/* A save learns the file it leaves behind either from SQLite's preupdate hook, inside the
+ * upsert (the default where the linked SQLite has it, as Debian's does), or from a lookup first:
+ * both delete exactly the files the key no longer uses, and only those. */
+static void check_old_files_are_deleted(bool hook) {
+    char *dir = test_temp_dir(hook ? "kv-oldhook" : "kv-oldlookup");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    bool in_use = yyc__kv_set_old_row_hook(kv, hook);
+    if (!hook) assert_false(in_use);
+    else if (sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK")) assert_true(in_use);
+    save_str(kv, "other", "another key's file", "f-other");
+    save_str(kv, "k", "inline", NULL);
+    save_str(kv, "k", "in f1", "f1");
+    assert_true(tk_exists(dir, "data/f1"));
+    save_str(kv, "k", "in f1 again", "f1"); /* same name: the file is replaced, not deleted */
+    assert_true(tk_exists(dir, "data/f1"));
+    check_value(kv, "k", "in f1 again");
+    save_str(kv, "k", "in f2", "f2");
+    assert_false(tk_exists(dir, "data/f1"));
+    assert_true(tk_exists(dir, "data/f2"));
+    save_str(kv, "k", "inline again", NULL);
+    assert_false(tk_exists(dir, "data/f2"));
+    check_value(kv, "k", "inline again");
+    save_str(kv, "k2", "new key", NULL); /* no previous row */
+    save_str(kv, "k2", "new key in a file", "f3");
+    assert_int_equal(tk_count_entries(dir, "data"), 2); /* f-other, f3 */
+    assert_true(tk_exists(dir, "data/f-other"));
+    check_value(kv, "other", "another key's file");
+    check_value(kv, "k2", "new key in a file");
+    /* A lazy reopen keeps the choice. */
+    yyc__kv_close_connection(kv);
+    save_str(kv, "k2", "inline at last", NULL);
+    assert_false(tk_exists(dir, "data/f3"));
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_saves_delete_the_files_they_leave_behind_with_the_preupdate_hook(void **state) {
+    (void)state;
+    check_old_files_are_deleted(true);
+}
+
+static void kv_saves_delete_the_files_they_leave_behind_with_a_lookup(void **state) {
+    (void)state;
+    check_old_files_are_deleted(false);
+}
+
+/* The hook finds key and filename by name, not by position: a manifest whose columns come in
+ * another order (the schema check only names them) still gets its old files deleted. A row
+ * naming something that is not one file name is never followed outside data/. */
+static void kv_saves_find_old_files_in_a_manifest_with_reordered_columns(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-reordered");
+    char *outside = test_temp_dir("kv-reordered-outside");
+    char p[4096];
+    assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "data"), 0700), 0);
+    tk_exec(dir, "create table manifest (extended_data blob, last_access_time integer, "
+                 "filename text, size integer, key text, inline_data blob, "
+                 "modification_time integer, primary key(key)); "
+                 "create index last_access_time_idx on manifest(last_access_time);");
+    tk_write_file(tk_join(p, sizeof p, outside, "precious"), "keep", 4);
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "k", "in a file", "f1");
+    save_str(kv, "k", "inline", NULL);
+    assert_false(tk_exists(dir, "data/f1"));
+    check_value(kv, "k", "inline");
+    yyc_kv_close(kv);
+    /* A hostile row naming a path outside data/: replacing it touches nothing outside. */
+    char sql[4400];
+    snprintf(sql, sizeof sql,
+             "insert into manifest (key, filename, size, modification_time, last_access_time) "
+             "values ('h', '../../%s/precious', 4, 1, 1);",
+             outside + 1);
+    tk_exec(dir, sql);
+    kv = open_kv(dir, YYC_KV_MIXED);
+    save_str(kv, "h", "inline over a hostile row", NULL);
+    check_value(kv, "h", "inline over a hostile row");
+    assert_int_equal(tk_file_size(outside, "precious"), 4);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    test_rm_rf(outside);
+    free(dir);
+    free(outside);
+}
+
 static void kv_file_type_without_a_filename_fails_and_writes_nothing(void **state) {
     (void)state;
     char *dir = test_temp_dir("kv-filetype");
@@ -1821,6 +1907,9 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_save_inline_then_read_item_info_and_value),
         cmocka_unit_test(kv_save_with_filename_writes_the_file_and_a_row_without_inline_data),
         cmocka_unit_test(kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file),
+        cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_the_preupdate_hook),
+        cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_a_lookup),
+        cmocka_unit_test(kv_saves_find_old_files_in_a_manifest_with_reordered_columns),
         cmocka_unit_test(kv_file_type_without_a_filename_fails_and_writes_nothing),
         cmocka_unit_test(kv_sqlite_type_ignores_filenames_and_stores_inline),
         cmocka_unit_test(kv_empty_values_are_stored_and_read_back_as_empty),
