@@ -156,12 +156,12 @@ struct yyc_kv {
     bool has_crc;         /* the manifest has the checksum column */
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
      * upsert itself, instead of looking it up first (old_row_hook). */
-    bool use_old_row_hook;  /* the hook is available and the columns below were found */
-    bool no_old_row_hook;   /* testing: always look up */
+    bool use_old_row_hook;     /* the hook is available and the columns below were found */
+    bool no_old_row_hook;      /* testing: always look up */
     int col_key, col_filename; /* column numbers in manifest */
-    const char *hook_key;   /* the key being saved, while the upsert steps (else NULL) */
-    bool old_row_failed;    /* the hook could not read the replaced row */
-    char old_filename[256]; /* the replaced row's file name; "" when none (or not valid) */
+    const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
+    bool old_row_failed;       /* the hook could not read the replaced row */
+    char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
     int lock_depth;       /* folder_lock nesting */
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
     /* Reporting. */
@@ -338,8 +338,9 @@ static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
     }
     for (int i = 0; i < sqlite3_column_count(s); i++) {
         const char *name = sqlite3_column_name(s, i);
-        if (name && !sqlite3_stricmp(name, "key")) *key_col = i;
-        else if (name && !sqlite3_stricmp(name, "filename")) *name_col = i;
+        if (!name) continue;
+        if (!sqlite3_stricmp(name, "key")) *key_col = i;
+        if (!sqlite3_stricmp(name, "filename")) *name_col = i;
     }
     sqlite3_finalize(s);
     return *key_col >= 0 && *name_col >= 0;
@@ -819,10 +820,8 @@ void yyc__kv_close_connection(yyc_kv *kv) { db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     kv->no_old_row_hook = !on;
-    if (!on) kv->use_old_row_hook = false;
-    else if (kv->db)
-        kv->use_old_row_hook = old_row_hook_available() &&
-                               find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename);
+    kv->use_old_row_hook = on && kv->db && old_row_hook_available() &&
+                           find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename);
     return kv->use_old_row_hook;
 }
 
@@ -1129,9 +1128,11 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
     }
     size_t key_len = strlen(kv->hook_key);
     const void *old_key = sqlite3_value_text(k);
-    if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len || memcmp(old_key, kv->hook_key, key_len))
+    if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len ||
+        memcmp(old_key, kv->hook_key, key_len))
         return; /* not the key's row (only a trigger someone added could delete another) */
-    const char *name = sqlite3_value_type(f) == SQLITE_TEXT ? (const char *)sqlite3_value_text(f) : NULL;
+    const char *name = NULL;
+    if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
     if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
         memcpy(kv->old_filename, name, strlen(name) + 1);
 }

@@ -95,8 +95,8 @@ static void crc32c_matches_reference_around_block_boundaries(void **state) {
     (void)state;
     size_t lens[512];
     size_t n = 0;
-    static const size_t bases[] = {768,         1536,        3 * 8192,   2 * 3 * 8192,
-                                   3 * 8192 + 768, 4 * 3 * 8192 + 5 * 768, 102400, 1 << 20};
+    static const size_t bases[] = {
+        768, 1536, 3 * 8192, 2 * 3 * 8192, 3 * 8192 + 768, 4 * 3 * 8192 + 5 * 768, 102400, 1 << 20};
     static const long deltas[] = {-9, -8, -7, -1, 0, 1, 7, 8, 9, 255, 256, 257};
     for (size_t b = 0; b < sizeof bases / sizeof *bases; b++)
         for (size_t d = 0; d < sizeof deltas / sizeof *deltas; d++)

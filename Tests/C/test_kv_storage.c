@@ -1877,7 +1877,7 @@ static void kv_a_save_after_another_remove_all_writes_into_the_new_data_folder(v
 
 /* The same while the old data/ still waits in the trash: the temporary file written into it is
  * moved into the new data/ under the lock, through the descriptor the save still holds. */
-static void kv_a_save_through_a_data_folder_moved_to_the_trash_earlier_moves_its_file_back(
+static void kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back(
     void **state) {
     (void)state;
     char *dir = test_temp_dir("kv-staletrash");
@@ -1929,7 +1929,7 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds),
         cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
         cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
-        cmocka_unit_test(kv_a_save_through_a_data_folder_moved_to_the_trash_earlier_moves_its_file_back),
+        cmocka_unit_test(kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
