@@ -2,16 +2,17 @@ import CYYCache
 import Foundation
 import Synchronization
 
-/// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx` and the
-/// event handlers' `ctx`). Non-generic, because a `@convention(c)` function cannot mention the
-/// cache's generic parameters; ``MemoryCacheEvents`` overrides the event methods.
+/// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx`,
+/// `yyc_inline_value_type.ctx` and the event handlers' `ctx`). Non-generic, because a
+/// `@convention(c)` function cannot mention the cache's generic parameters;
+/// ``MemoryCacheEvents`` overrides the event and inline-value methods.
 ///
 /// It outlives the C cache: the ``MemoryCache`` frees the C cache in `deinit`, and only then
 /// are its stored properties (this object included) released.
 @usableFromInline
 class MemoryCacheCallbacks: @unchecked Sendable {
-    // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a weak
-    // reference written once before the C cache can call back.
+    // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a reference
+    // written once before the C cache can call back.
 
     /// `MemoryCache.releasesValuesOnMainThread`, read by the release callback on any thread.
     let releasesOnMainThread = Atomic<Bool>(false)
@@ -24,11 +25,29 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// Called by the C core's enter-background hook, on the thread of `handleEnterBackground()`.
     func enterBackground() {}
 
+    /// Inline values: initializes `dst` with a copy of the value at `src` (runs under the C
+    /// cache's lock, from `yyc_memcache_get_inline`).
+    func copyValue(to dst: UnsafeMutableRawPointer, from src: UnsafeRawPointer) {}
+
+    /// Inline values: ends the life of the value at `value` (never under the lock). The bytes
+    /// are freed when this returns.
+    func destroyValue(_ value: UnsafeMutableRawPointer) {}
+
     /// The value callbacks for `yyc_memcache_new`, with `self` as their context (not retained).
     func valueCallbacks() -> yyc_value_callbacks {
         yyc_value_callbacks(
             retain: memoryCacheRetainValue,
             release: memoryCacheReleaseValue,
+            ctx: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The inline value type for `yyc_memcache_new_inline`, with `self` as its context (not
+    /// retained): no callbacks for trivial values, else copy and destroy through this object.
+    func inlineValueType(size: Int, alignment: Int, trivial: Bool) -> yyc_inline_value_type {
+        yyc_inline_value_type(
+            size: size, align: alignment,
+            copy: trivial ? nil : memoryCacheCopyValue,
+            destroy: trivial ? nil : memoryCacheDestroyValue,
             ctx: Unmanaged.passUnretained(self).toOpaque())
     }
 
@@ -67,6 +86,23 @@ private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: U
     } else {
         Unmanaged<AnyObject>.fromOpaque(value).release()
     }
+}
+
+// The copy callback runs under the C cache's mutex: it copies the value (retaining what it
+// holds) and does not call into the cache.
+private func memoryCacheCopyValue(
+    _ ctx: UnsafeMutableRawPointer?, _ dst: UnsafeMutableRawPointer?, _ src: UnsafeRawPointer?
+) {
+    guard let ctx, let dst, let src else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef {
+        $0.copyValue(to: dst, from: src)
+    }
+}
+
+// The destroy callback never runs under the mutex: the value's deinit may use the cache.
+private func memoryCacheDestroyValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
+    guard let ctx, let value else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.destroyValue(value) }
 }
 
 private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
