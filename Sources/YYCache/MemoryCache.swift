@@ -66,9 +66,19 @@ public final class MemoryCache<Key: CacheKey, Value> {
     ///   - name: A name for debugging (``description``).
     /// - Complexity: O(1).
     ///
-    /// The corresponding C function is `yyc_memcache_new`.
-    public init(name: String? = nil) {
-        let events = MemoryCacheEvents<Key, Value>()
+    /// The corresponding C function is `yyc_memcache_new` (or `yyc_memcache_new_inline`).
+    @inlinable
+    public convenience init(name: String? = nil) {
+        // Inlined so that the inline-value operations are specialized for Value here.
+        let needsOps = Self.storesValuesInline && !MemoryCacheStorage<Value>.isTrivial
+        self.init(name: name, inlineOps: needsOps ? MemoryCacheInlineOps(for: Value.self) : .none)
+    }
+
+    /// Creates the cache; `inlineOps` are the value type's operations when values are stored
+    /// inline and not trivial (``MemoryCacheInlineOps/none`` otherwise).
+    @usableFromInline
+    init(name: String?, inlineOps: MemoryCacheInlineOps) {
+        let events = MemoryCacheEvents<Key, Value>(inlineOps: inlineOps)
         var handle: OpaquePointer?
         let status: Int32
         if Self.storesValuesInline {
@@ -149,17 +159,20 @@ public final class MemoryCache<Key: CacheKey, Value> {
     public func value(forKey key: Key) -> Value? {
         let handle = self.handle  // the closure then captures a pointer, not self (no retain)
         if Self.storesValuesInline {
-            // The C core copies the value into our buffer under its lock (a copy we own).
-            return withUnsafeTemporaryAllocation(
+            // The C core copies the value into our buffer under its lock (a copy we own). The
+            // closure returns nothing: returning the value through withUnsafeTemporaryAllocation
+            // costs an outlined copy and destroy of a Result per call.
+            var result: Value? = nil
+            withUnsafeTemporaryAllocation(
                 byteCount: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment
-            ) { buffer -> Value? in
+            ) { buffer in
                 let bytes = buffer.baseAddress!
                 let status = key.withCacheKeyBytes {
                     yyc_memcache_get_inline(handle, $0.baseAddress, $0.count, bytes)
                 }
-                guard status == 0 else { return nil }
-                return bytes.assumingMemoryBound(to: Value.self).move()
+                if status == 0 { result = bytes.assumingMemoryBound(to: Value.self).move() }
             }
+            return result
         }
         var out: UnsafeMutableRawPointer?
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }

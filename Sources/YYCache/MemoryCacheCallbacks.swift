@@ -5,7 +5,7 @@ import Synchronization
 /// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx`,
 /// `yyc_inline_value_type.ctx` and the event handlers' `ctx`). Non-generic, because a
 /// `@convention(c)` function cannot mention the cache's generic parameters;
-/// ``MemoryCacheEvents`` overrides the event and inline-value methods.
+/// ``MemoryCacheEvents`` overrides the event methods.
 ///
 /// It outlives the C cache: the ``MemoryCache`` frees the C cache in `deinit`, and only then
 /// are its stored properties (this object included) released.
@@ -17,21 +17,18 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// `MemoryCache.releasesValuesOnMainThread`, read by the release callback on any thread.
     let releasesOnMainThread = Atomic<Bool>(false)
 
-    init() {}
+    /// Inline values: the value type's copy and destroy (``MemoryCacheInlineOps/none`` otherwise).
+    let inlineOps: MemoryCacheInlineOps
+
+    init(inlineOps: MemoryCacheInlineOps) {
+        self.inlineOps = inlineOps
+    }
 
     /// Called by the C core's memory-warning hook, on the thread of `handleMemoryWarning()`.
     func memoryWarning() {}
 
     /// Called by the C core's enter-background hook, on the thread of `handleEnterBackground()`.
     func enterBackground() {}
-
-    /// Inline values: initializes `dst` with a copy of the value at `src` (runs under the C
-    /// cache's lock, from `yyc_memcache_get_inline`).
-    func copyValue(to dst: UnsafeMutableRawPointer, from src: UnsafeRawPointer) {}
-
-    /// Inline values: ends the life of the value at `value` (never under the lock). The bytes
-    /// are freed when this returns.
-    func destroyValue(_ value: UnsafeMutableRawPointer) {}
 
     /// The value callbacks for `yyc_memcache_new`, with `self` as their context (not retained).
     func valueCallbacks() -> yyc_value_callbacks {
@@ -89,20 +86,30 @@ private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: U
 }
 
 // The copy callback runs under the C cache's mutex: it copies the value (retaining what it
-// holds) and does not call into the cache.
+// holds) and does not call into the cache. The C core never passes NULL.
 private func memoryCacheCopyValue(
     _ ctx: UnsafeMutableRawPointer?, _ dst: UnsafeMutableRawPointer?, _ src: UnsafeRawPointer?
 ) {
-    guard let ctx, let dst, let src else { return }
-    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef {
-        $0.copyValue(to: dst, from: src)
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+        $0.inlineOps.copy(dst.unsafelyUnwrapped, src.unsafelyUnwrapped)
     }
 }
 
-// The destroy callback never runs under the mutex: the value's deinit may use the cache.
+// The destroy callback never runs under the mutex: the value's deinit may use the cache. The C
+// core frees the bytes when it returns, so a value bound for the main queue moves to the heap.
 private func memoryCacheDestroyValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
     guard let ctx, let value else { return }
-    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.destroyValue(value) }
+    let ops = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { callbacks in
+        callbacks.releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent
+            ? callbacks.inlineOps : nil
+    }
+    guard let ops else {
+        Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.inlineOps.destroy(value) }
+        return
+    }
+    // The cell travels as an integer: no other thread touches it after this hop.
+    let bits = UInt(bitPattern: ops.moveToHeap(value))
+    DispatchQueue.main.async { ops.destroyHeap(UnsafeMutableRawPointer(bitPattern: bits)!) }
 }
 
 private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
