@@ -488,9 +488,9 @@ static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t ke
         if (atomic_compare_exchange_weak(&fail_allocs, &left, left - 1)) return NULL;
 #endif
     size_t size = offsetof(yyc__lru_node, key) + key_len;
-    if (m->value_size) {
+    if (m->value_size && !yyc__lru_value_in_field(m->value_size, m->value_align)) {
         if (key_len > SIZE_MAX - sizeof(yyc__lru_node) - 2 * YYC__LRU_MAX_VALUE_SIZE) return NULL;
-        size = yyc__lru_value_offset(key_len, m->value_align) + m->value_size;
+        size = yyc__lru_value_offset(key_len, m->value_size, m->value_align) + m->value_size;
     }
     if (size < sizeof(yyc__lru_node)) size = sizeof(yyc__lru_node);
     /* 16-byte alignment (the slot drops the pointer's low 4 bits): malloc's where it aligns

@@ -25,11 +25,14 @@
  * Ownership: the map owns its nodes and its slot array; it never touches the values (they are
  * opaque pointers, or inline bytes, owned by the caller).
  *
- * Inline values: a map made with yyc__lru_map_init_inline carries value_size extra bytes per
- * node, placed after the key at value_align (still one allocation per entry: node, key, value).
- * The map never reads or writes those bytes (a new node's are uninitialized); the caller
- * reaches them with yyc__lru_node_value. The node's value pointer is then unused (NULL). A node returned by unlink / pop_tail / detach_all is
- * owned by the caller, who frees it with yyc__lru_node_free (after using its value).
+ * A node returned by unlink / pop_tail / detach_all is owned by the caller, who frees it with
+ * yyc__lru_node_free (after using its value).
+ *
+ * Inline values: a map made with yyc__lru_map_init_inline carries value_size bytes of value per
+ * node (still one allocation per entry: node, key, value): in the node's value field when they
+ * fit there (at most pointer size and alignment), else after the key at value_align. The map
+ * never reads or writes those bytes (a new node's are uninitialized, its value field NULL); the
+ * caller reaches them with yyc__lru_node_value.
  *
  * Typical use (statement cache):
  *
@@ -130,16 +133,22 @@ void yyc__lru_map_init(yyc__lru_map *m);
  * caller's bug (asserted). destroy and detach_all keep both. */
 void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align);
 
-/* Offset of the inline value bytes in a node with a key of key_len bytes (value_align as given
- * to init_inline). The same for every map with that alignment: a node's value can be reached
- * without the map (e.g. after detaching). */
-static inline size_t yyc__lru_value_offset(size_t key_len, size_t value_align) {
+/* Whether inline values of this size and alignment live in the node's value field. */
+static inline bool yyc__lru_value_in_field(size_t value_size, size_t value_align) {
+    return value_size <= sizeof(void *) && value_align <= _Alignof(void *);
+}
+
+/* Offset of the inline value bytes in a node with a key of key_len bytes (value_size and
+ * value_align as given to init_inline). The same for every map with that layout: a node's
+ * value can be reached without the map (e.g. after detaching). */
+static inline size_t yyc__lru_value_offset(size_t key_len, size_t value_size, size_t value_align) {
+    if (yyc__lru_value_in_field(value_size, value_align)) return offsetof(yyc__lru_node, value);
     return (offsetof(yyc__lru_node, key) + key_len + value_align - 1) & ~(value_align - 1);
 }
 
-/* The inline value bytes of node n (a node of a map made with init_inline at value_align). */
-static inline void *yyc__lru_node_value(yyc__lru_node *n, size_t value_align) {
-    return (unsigned char *)n + yyc__lru_value_offset(n->key_len, value_align);
+/* The inline value bytes of node n (a node of a map made with init_inline with that layout). */
+static inline void *yyc__lru_node_value(yyc__lru_node *n, size_t value_size, size_t value_align) {
+    return (unsigned char *)n + yyc__lru_value_offset(n->key_len, value_size, value_align);
 }
 
 /* Frees every node and the slot array; the values are not touched (walk the list first to

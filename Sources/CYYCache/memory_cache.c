@@ -10,9 +10,10 @@
  *
  * Two value modes, fixed at creation: pointer values (yyc_memcache_new; the node's value field,
  * owned through retain/release) and inline values (yyc_memcache_new_inline; value_size bytes in
- * the node after the key, copied out by get, destroyed when dropped). Both are handled through
- * a value's "slot": the address of its stored representation (&node->value, or the inline
- * bytes), which is also what the garbage array holds a copy of (one element per stride).
+ * the node - in its value field when they fit, else after the key - copied out by get,
+ * destroyed when dropped). Both are handled through a value's "slot": the address of its stored
+ * representation (&node->value, or the inline bytes), which is also what the garbage array
+ * holds a copy of (one element per stride).
  */
 #include "internal.h"
 #include "lru_map.h"
@@ -128,7 +129,8 @@ static void release_value(yyc_memcache *c, void *value) {
 
 /* The slot of n's value (see the top of the file). */
 static inline void *node_slot(const yyc_memcache *c, yyc__lru_node *n) {
-    return c->inline_values ? yyc__lru_node_value(n, c->value_align) : (void *)&n->value;
+    if (c->inline_values) return yyc__lru_node_value(n, c->value_size, c->value_align);
+    return &n->value;
 }
 
 /* Drops the value stored in slot (no lock held): release in pointer mode, destroy inline. */
@@ -329,7 +331,7 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
     if (inline_mode) {
-        void *slot = yyc__lru_node_value(n, c->value_align);
+        void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         /* Without a destroy callback a replaced value needs nothing: just overwrite it. */
         if (!inserted && c->itype.destroy) {
             memcpy(old, slot, c->value_size);
@@ -423,7 +425,7 @@ int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len, vo
     if (n->prev) __builtin_prefetch(n->prev, 1);
     if (n->next) __builtin_prefetch(n->next, 1);
     /* Copied under the lock: a concurrent set cannot destroy the value first. */
-    const void *slot = yyc__lru_node_value(n, c->value_align);
+    const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
     if (c->itype.copy) c->itype.copy(c->itype.ctx, out_value, slot);
     else memcpy(out_value, slot, c->value_size);
     n->time = clock_now();

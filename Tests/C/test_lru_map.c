@@ -582,9 +582,13 @@ static void lru_map_random_operations_match_model(void **state) {
  * detach_all and destroy (the layout survives). ASan checks that the bytes are in the node. */
 static void lru_map_inline_values_follow_the_key_aligned(void **state) {
     (void)state;
-    size_t aligns[] = {1, 2, 8, 16};
-    for (size_t ai = 0; ai < 4; ai++) {
-        size_t align = aligns[ai], size = 24 + ai;
+    /* After the key at every alignment; then in the value field (at most pointer size). */
+    size_t aligns[] = {1, 2, 8, 16, 8, 4, 1, 16};
+    size_t sizes[] = {24, 25, 26, 27, 8, 4, 1, 8};
+    for (size_t ai = 0; ai < 8; ai++) {
+        size_t align = aligns[ai], size = sizes[ai];
+        bool in_field = yyc__lru_value_in_field(size, align);
+        assert_true(in_field == (ai >= 4 && ai < 7));
         yyc__lru_map m;
         yyc__lru_map_init_inline(&m, size, align);
         assert_int_equal(m.value_size, size);
@@ -595,10 +599,14 @@ static void lru_map_inline_values_follow_the_key_aligned(void **state) {
             yyc__lru_node *node = yyc__lru_map_find_or_insert(&m, key, (size_t)n, &inserted);
             assert_non_null(node);
             assert_true(inserted);
-            unsigned char *v = yyc__lru_node_value(node, align);
+            unsigned char *v = yyc__lru_node_value(node, size, align);
             assert_int_equal((uintptr_t)v % align, 0);
-            assert_true(v >= node->key + node->key_len);
-            assert_true(v < node->key + node->key_len + align);
+            if (in_field) {
+                assert_ptr_equal(v, &node->value);
+            } else {
+                assert_true(v >= node->key + node->key_len);
+                assert_true(v < node->key + node->key_len + align);
+            }
             memset(v, i & 0xff, size);
         }
         CHECKED(&m);
@@ -606,7 +614,7 @@ static void lru_map_inline_values_follow_the_key_aligned(void **state) {
             int n = snprintf(key, sizeof key, "%.*s%d", i % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
             yyc__lru_node *node = yyc__lru_map_find(&m, key, (size_t)n);
             assert_non_null(node);
-            unsigned char *v = yyc__lru_node_value(node, align);
+            unsigned char *v = yyc__lru_node_value(node, size, align);
             for (size_t b = 0; b < size; b++) assert_int_equal(v[b], i & 0xff);
         }
         void *table;
