@@ -48,6 +48,20 @@ class MemoryCacheCallbacks: @unchecked Sendable {
             ctx: Unmanaged.passUnretained(self).toOpaque())
     }
 
+    /// Ends the life of the inline value at `value` (the destroy callback; never under the
+    /// lock). The C core frees the bytes when this returns, so a value bound for the main queue
+    /// moves to a heap cell first; the cell travels as an integer (no other thread touches it
+    /// after this hop).
+    final func destroyInlineValue(_ value: UnsafeMutableRawPointer) {
+        if releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
+            let ops = inlineOps
+            let bits = UInt(bitPattern: ops.moveToHeap(value))
+            DispatchQueue.main.async { ops.destroyHeap(UnsafeMutableRawPointer(bitPattern: bits)!) }
+        } else {
+            inlineOps.destroy(value)
+        }
+    }
+
     /// Installs the event hooks on `handle`, with `self` as their context (not retained).
     func installEventHandlers(on handle: OpaquePointer) {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
@@ -96,20 +110,11 @@ private func memoryCacheCopyValue(
 }
 
 // The destroy callback never runs under the mutex: the value's deinit may use the cache. The C
-// core frees the bytes when it returns, so a value bound for the main queue moves to the heap.
+// core never passes NULL.
 private func memoryCacheDestroyValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
-    guard let ctx, let value else { return }
-    let ops = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { callbacks in
-        callbacks.releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent
-            ? callbacks.inlineOps : nil
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+        $0.destroyInlineValue(value.unsafelyUnwrapped)
     }
-    guard let ops else {
-        Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef { $0.inlineOps.destroy(value) }
-        return
-    }
-    // The cell travels as an integer: no other thread touches it after this hop.
-    let bits = UInt(bitPattern: ops.moveToHeap(value))
-    DispatchQueue.main.async { ops.destroyHeap(UnsafeMutableRawPointer(bitPattern: bits)!) }
 }
 
 private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
