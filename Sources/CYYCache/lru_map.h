@@ -52,14 +52,15 @@
 #include <stdint.h>
 
 /* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
- * chunk), + alignment padding and value_size bytes in a map with inline values. The list links belong to the map: read them (to iterate: n = map.head; n; n =
- * n->next), never write them. value, time and the key bytes may be read; value and time may be
- * written by the caller (the map never reads them). Change cost only through
- * yyc__lru_map_set_cost so that the total stays right. */
+ * chunk), + padding and value_size bytes in a map with inline values larger than a pointer.
+ * The list links belong to the map: read them (to iterate: n = map.head; n; n = n->next), never
+ * write them. value, time and the key bytes may be read; value and time may be written by the
+ * caller (the map never reads them). Change cost only through yyc__lru_map_set_cost so that the
+ * total stays right. */
 typedef struct yyc__lru_node {
     struct yyc__lru_node *prev;  /* toward the head (more recent); NULL at the head */
     struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
-    void *value;                 /* opaque, owned by the caller */
+    void *value;                 /* opaque, owned by the caller (or small inline value bytes) */
     size_t cost;                 /* counted in the map's total cost */
     double time;                 /* caller's timestamp (memory cache: monotonic seconds) */
     uint32_t key_len;            /* bytes in key */

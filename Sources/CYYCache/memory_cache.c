@@ -58,12 +58,12 @@ struct yyc_memcache {
     void *memory_warning_ctx;
     yyc_memcache_event_fn enter_background_fn;
     void *enter_background_ctx;
-    yyc_value_callbacks cb;     /* pointer mode */
+    yyc_value_callbacks cb;      /* pointer mode */
     yyc_inline_value_type itype; /* inline mode */
     bool inline_values;
-    size_t value_size;          /* inline mode: bytes per value */
-    size_t value_align;         /* inline mode: their alignment in the node */
-    size_t garbage_stride;      /* bytes per garbage_vals element */
+    size_t value_size;     /* inline mode: bytes per value */
+    size_t value_align;    /* inline mode: their alignment in the node */
+    size_t garbage_stride; /* bytes per garbage_vals element */
     yyc__timer *timer;
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
@@ -309,7 +309,8 @@ void yyc_memcache_free(yyc_memcache *c) {
 /* --- entries --- */
 
 /* Largest slot (pointer or inline value), for the replaced value kept on the stack. */
-#define SLOT_MAX (YYC_MEMCACHE_INLINE_MAX > sizeof(void *) ? YYC_MEMCACHE_INLINE_MAX : sizeof(void *))
+#define SLOT_MAX \
+    (YYC_MEMCACHE_INLINE_MAX > sizeof(void *) ? YYC_MEMCACHE_INLINE_MAX : sizeof(void *))
 
 /* Both sets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
  * mode stores value (retained); inline mode moves value_size bytes from bytes. */

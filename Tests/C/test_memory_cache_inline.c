@@ -32,14 +32,14 @@ typedef struct value {
 } value;
 
 typedef struct tracker {
-    atomic_long live;       /* objects not yet freed */
-    atomic_long copies;     /* copy callbacks run */
-    atomic_long destroys;   /* destroy callbacks run */
-    atomic_int on_caller;   /* destroys on the thread `caller` */
-    atomic_int off_caller;  /* destroys on another thread */
-    atomic_int misaligned;  /* callbacks given a pointer not aligned to 8 */
+    atomic_long live;      /* objects not yet freed */
+    atomic_long copies;    /* copy callbacks run */
+    atomic_long destroys;  /* destroy callbacks run */
+    atomic_int on_caller;  /* destroys on the thread `caller` */
+    atomic_int off_caller; /* destroys on another thread */
+    atomic_int misaligned; /* callbacks given a pointer not aligned to 8 */
     pthread_t caller;
-    yyc_memcache *reenter;  /* if set, destroy calls into this cache (fails if under the lock) */
+    yyc_memcache *reenter; /* if set, destroy calls into this cache (fails if under the lock) */
     atomic_int reentered;
 } tracker;
 
@@ -78,8 +78,10 @@ static void t_copy(void *ctx, void *dst, const void *src) {
 static void t_destroy(void *ctx, void *bytes) {
     tracker *t = ctx;
     if ((uintptr_t)bytes & 7) atomic_fetch_add(&t->misaligned, 1);
-    if (pthread_equal(pthread_self(), t->caller)) atomic_fetch_add(&t->on_caller, 1);
-    else atomic_fetch_add(&t->off_caller, 1);
+    if (pthread_equal(pthread_self(), t->caller))
+        atomic_fetch_add(&t->on_caller, 1);
+    else
+        atomic_fetch_add(&t->off_caller, 1);
     if (t->reenter) {
         /* Under the cache's lock these calls would deadlock (the test builds' error-checking
          * mutex turns a relock into an assertion failure). */
@@ -258,7 +260,10 @@ static void owned_values_round_trip_and_copy_runs_on_each_get(void **state) {
 
 static void plain_values_without_callbacks_are_copied_bytewise(void **state) {
     (void)state;
-    typedef struct { double x; int32_t y; } point; /* 16 bytes with padding, align 8 */
+    typedef struct {
+        double x;
+        int32_t y;
+    } point; /* 16 bytes with padding, align 8 */
     yyc_inline_value_type type = {sizeof(point), _Alignof(point), NULL, NULL, NULL};
     yyc_memcache *c = NULL;
     assert_int_equal(yyc_memcache_new_inline(&type, &c), YYC_OK);
@@ -441,13 +446,17 @@ static void *mixer(void *p) {
         char key[8];
         int n = snprintf(key, sizeof key, "k%u", (unsigned)(x >> 33) % 24);
         switch ((x >> 20) % 8) {
-        case 0: case 1: case 2: {
+        case 0:
+        case 1:
+        case 2: {
             value v = value_new(s->t, x);
             assert_int_equal(yyc_memcache_set_inline(s->c, key, (size_t)n, &v, 1), YYC_OK);
             break;
         }
         case 3: yyc_memcache_remove(s->c, key, (size_t)n); break;
-        case 4: if ((x >> 40) % 64 == 0) yyc_memcache_trim_to_count(s->c, 8); break;
+        case 4:
+            if ((x >> 40) % 64 == 0) yyc_memcache_trim_to_count(s->c, 8);
+            break;
         default: {
             value v;
             if (yyc_memcache_get_inline(s->c, key, (size_t)n, &v) == YYC_OK) {

@@ -1,7 +1,8 @@
 /*
  * yycache/memory_cache.h - a thread-safe in-memory LRU cache (YYMemoryCache).
  *
- * Think of a yyc_memcache pointer as an object. Constructor: yyc_memcache_new().
+ * Think of a yyc_memcache pointer as an object. Constructors: yyc_memcache_new() and
+ * yyc_memcache_new_inline().
  * Destructor: yyc_memcache_free(). Every other function is a method.
  *
  * Keys are byte strings (zero length included; NUL bytes allowed; below 4 GiB) copied into the
@@ -69,10 +70,10 @@ YYC_API int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out);
  * not call into the cache. NULL: the bytes are copied with memcpy (plain data).
  * destroy never runs under the mutex: it ends the life of a value the cache drops (removed,
  * replaced, evicted, trimmed, or left at free), given the address of its bytes (in the entry or
- * in the cache's garbage; 16-byte-aligned storage is not guaranteed, align is). Its bytes are
- * freed right after it returns: destroy must not keep the pointer (it may move the bytes
- * elsewhere). It may call back into the cache. NULL: nothing to do.
- * Each stored value is passed to destroy exactly once. */
+ * in the cache's garbage; aligned to align). It runs where the release policy says (the calling
+ * thread, or the background worker). Its bytes are freed right after it returns: destroy must
+ * not keep the pointer (it may move the bytes elsewhere). It may call back into the cache.
+ * NULL: nothing to do. Each value moved into the cache is passed to destroy exactly once. */
 typedef struct yyc_inline_value_type {
     size_t size;  /* bytes per value, 1 .. YYC_MEMCACHE_INLINE_MAX */
     size_t align; /* alignment of the stored bytes: a power of two <= 16, or 0 for the largest
