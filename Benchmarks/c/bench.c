@@ -40,6 +40,9 @@
 #pragma weak yyc_memcache_set
 #pragma weak yyc_memcache_get
 #pragma weak yyc_memcache_remove
+#pragma weak yyc_memcache_new_inline
+#pragma weak yyc_memcache_set_inline
+#pragma weak yyc_memcache_get_inline
 #pragma weak yyc_diskcache_open
 #pragma weak yyc_diskcache_release
 #pragma weak yyc_diskcache_set
@@ -219,7 +222,9 @@ static volatile uint64_t sink;
  * what the Swift overlay does with its boxes: every set allocates a reference-counted value
  * object, the cache retains it through the value callbacks, the caller drops its own reference
  * after the set, and the last release frees it. "unowned" = NULL callbacks, the payload carried
- * in the pointer itself: the bare core. */
+ * in the pointer itself: the bare core. "inline" = the payload stored in the entry
+ * (yyc_memcache_new_inline, 4-byte values, no callbacks): what the Swift overlay does for
+ * small values. */
 typedef struct { _Atomic uint32_t rc; uint32_t v; } rc_value;
 static void *rc_retain(void *ctx, void *v) {
     (void)ctx;
@@ -232,13 +237,18 @@ static void rc_release(void *ctx, void *v) {
 }
 static const yyc_value_callbacks rc_callbacks = {rc_retain, rc_release, NULL};
 
+typedef enum { MEM_OWNED, MEM_UNOWNED, MEM_INLINE } memmode;
+
 typedef struct {
-    bool owned;
+    memmode mode;
 } memvals;
 
 /* Sets key i to value i. */
 static inline void memput(yyc_memcache *c, const keyset *ks, size_t i, const memvals *mv) {
-    if (mv->owned) {
+    if (mv->mode == MEM_INLINE) {
+        uint32_t v = (uint32_t)i;
+        yyc_memcache_set_inline(c, kp(ks, i), kl(ks, i), &v, 0);
+    } else if (mv->mode == MEM_OWNED) {
         rc_value *v = xmalloc(sizeof *v);
         atomic_init(&v->rc, 1);
         v->v = (uint32_t)i;
@@ -249,11 +259,22 @@ static inline void memput(yyc_memcache *c, const keyset *ks, size_t i, const mem
     }
 }
 static inline void memget_consume(const memvals *mv, void *v) {
-    if (mv->owned) {
+    if (mv->mode == MEM_OWNED) {
         sink += ((rc_value *)v)->v;
         rc_release(NULL, v);
     } else {
         sink += (uintptr_t)v;
+    }
+}
+
+/* Gets key k and uses the value (a miss does nothing). */
+static inline void memget(yyc_memcache *c, const keyset *ks, size_t k, const memvals *mv) {
+    if (mv->mode == MEM_INLINE) {
+        uint32_t v;
+        if (yyc_memcache_get_inline(c, kp(ks, k), kl(ks, k), &v) == YYC_OK) sink += v;
+    } else {
+        void *v;
+        if (yyc_memcache_get(c, kp(ks, k), kl(ks, k), &v) == YYC_OK) memget_consume(mv, v);
     }
 }
 
@@ -262,10 +283,31 @@ static bool memcache_available(void) {
            yyc_memcache_remove;
 }
 
+static bool memcache_inline_available(void) {
+    return yyc_memcache_new_inline && yyc_memcache_set_inline && yyc_memcache_get_inline;
+}
+
 static yyc_memcache *memcache_make(const memvals *mv) {
     yyc_memcache *c = NULL;
-    if (yyc_memcache_new(mv->owned ? &rc_callbacks : NULL, &c) != YYC_OK) die("yyc_memcache_new");
+    if (mv->mode == MEM_INLINE) {
+        static const yyc_inline_value_type u32 = {sizeof(uint32_t), 0, NULL, NULL, NULL};
+        if (yyc_memcache_new_inline(&u32, &c) != YYC_OK) die("yyc_memcache_new_inline");
+        return c;
+    }
+    if (yyc_memcache_new(mv->mode == MEM_OWNED ? &rc_callbacks : NULL, &c) != YYC_OK) die("yyc_memcache_new");
     return c;
+}
+
+/* The memory groups' C systems. */
+static const struct { const char *id, *name; memmode mode; } mem_systems[] = {
+    {"c-memcache", "C yyc_memcache", MEM_OWNED},
+    {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", MEM_UNOWNED},
+    {"c-memcache-inline", "C yyc_memcache (inline)", MEM_INLINE},
+};
+#define N_MEM_SYSTEMS (sizeof mem_systems / sizeof *mem_systems)
+
+static bool mem_system_available(memmode mode) {
+    return memcache_available() && (mode != MEM_INLINE || memcache_inline_available());
 }
 
 static void bench_memory(const char *group, bool str) {
@@ -277,17 +319,13 @@ static void bench_memory(const char *group, bool str) {
     uint32_t *mix = iota(2 * n); /* YYCache's "none exist": shuffle 2n, read the first n */
     shuffle(mix, 2 * n, opt.seed + SEED_MISS_ORDER);
 
-    static const struct { const char *id, *name; bool owned; } systems[] = {
-        {"c-memcache", "C yyc_memcache", true},
-        {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", false},
-    };
-    for (size_t si = 0; si < sizeof systems / sizeof *systems; si++) {
-        if (!wanted(systems[si].id)) continue;
-        if (!memcache_available()) {
-            emit_na(group, systems[si].id, systems[si].name, "yyc_memcache_* not in the linked library");
+    for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
+        if (!wanted(mem_systems[si].id)) continue;
+        if (!mem_system_available(mem_systems[si].mode)) {
+            emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {systems[si].owned};
+        memvals mv = {mem_systems[si].mode};
         series s[5] = {{.workload = "set_fresh"}, {.workload = "set_noresize"}, {.workload = "get_seq"}, {.workload = "get_random"}, {.workload = "get_miss50"}};
         /* --phase W runs only workload W (for profiling): the cache is then built once unless
          * W is one of the sets. */
@@ -312,34 +350,23 @@ static void bench_memory(const char *group, bool str) {
             }
             if (want[2]) {
                 t0 = now();
-                for (size_t i = 0; i < n; i++) {
-                    void *v;
-                    if (yyc_memcache_get(c, kp(&ks, i), kl(&ks, i), &v) == YYC_OK) memget_consume(&mv, v);
-                }
+                for (size_t i = 0; i < n; i++) memget(c, &ks, i, &mv);
                 record(&s[2], rep, (long)n, now() - t0);
             }
             if (want[3]) {
                 t0 = now();
-                for (size_t i = 0; i < n; i++) {
-                    void *v;
-                    uint32_t k = rnd[i];
-                    if (yyc_memcache_get(c, kp(&ks, k), kl(&ks, k), &v) == YYC_OK) memget_consume(&mv, v);
-                }
+                for (size_t i = 0; i < n; i++) memget(c, &ks, rnd[i], &mv);
                 record(&s[3], rep, (long)n, now() - t0);
             }
             if (want[4]) {
                 t0 = now();
-                for (size_t i = 0; i < n; i++) {
-                    void *v;
-                    uint32_t k = mix[i];
-                    if (yyc_memcache_get(c, kp(&ks, k), kl(&ks, k), &v) == YYC_OK) memget_consume(&mv, v);
-                }
+                for (size_t i = 0; i < n; i++) memget(c, &ks, mix[i], &mv);
                 record(&s[4], rep, (long)n, now() - t0);
             }
         }
         yyc_memcache_free(c);
         for (int w = 0; w < 5; w++)
-            if (want[w]) emit(group, systems[si].id, systems[si].name, &s[w]);
+            if (want[w]) emit(group, mem_systems[si].id, mem_systems[si].name, &s[w]);
     }
     free(rnd); free(mix);
     keyset_free(&ks);
@@ -364,8 +391,7 @@ static void *mixed_thread(void *p) {
         if (op & 0x80000000u) {
             memput(a->c, a->ks, k, a->mv);
         } else {
-            void *v;
-            if (yyc_memcache_get(a->c, kp(a->ks, k), kl(a->ks, k), &v) == YYC_OK) memget_consume(a->mv, v);
+            memget(a->c, a->ks, k, a->mv);
         }
     }
     return NULL;
@@ -378,19 +404,15 @@ static void bench_mixed(const char *group) {
     keyset_make(&ks, n, true);
     uint32_t **ops = xmalloc((size_t)nt * sizeof *ops);
     for (int t = 0; t < nt; t++) ops[t] = zipf_ops(n, per, opt.seed + SEED_ZIPF + (uint64_t)t);
-    static const struct { const char *id, *name; bool owned; } systems[] = {
-        {"c-memcache", "C yyc_memcache", true},
-        {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", false},
-    };
     char wl_n[32];
     snprintf(wl_n, sizeof wl_n, "mixed_%dt", nt);
-    for (size_t si = 0; si < sizeof systems / sizeof *systems; si++) {
-        if (!wanted(systems[si].id)) continue;
-        if (!memcache_available()) {
-            emit_na(group, systems[si].id, systems[si].name, "yyc_memcache_* not in the linked library");
+    for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
+        if (!wanted(mem_systems[si].id)) continue;
+        if (!mem_system_available(mem_systems[si].mode)) {
+            emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {systems[si].owned};
+        memvals mv = {mem_systems[si].mode};
         series s[2] = {{.workload = "mixed_1t"}, {.workload = wl_n}};
         int counts[2] = {1, nt};
         /* one cache per system, filled once: the mixed runs replace existing keys only */
@@ -414,7 +436,7 @@ static void bench_mixed(const char *group) {
                 pthread_barrier_destroy(&start);
                 free(th); free(args);
             }
-            emit(group, systems[si].id, systems[si].name, &s[w]);
+            emit(group, mem_systems[si].id, mem_systems[si].name, &s[w]);
         }
         yyc_memcache_free(c);
     }
@@ -707,13 +729,16 @@ static long rss_bytes(void) {
 static void bench_footprint(void) {
     bool str = strcmp(opt.keytype, "str") == 0;
     const char *id = opt.system ? opt.system : "c-memcache-unowned";
-    bool owned = strcmp(id, "c-memcache") == 0;
-    const char *name = owned ? "C yyc_memcache" : "C yyc_memcache (unowned ptr)";
-    if (!memcache_available()) { emit_na("footprint", id, name, "yyc_memcache_* not in the linked library"); return; }
+    size_t si = 0;
+    while (si < N_MEM_SYSTEMS && strcmp(mem_systems[si].id, id) != 0) si++;
+    if (si == N_MEM_SYSTEMS) si = 1; /* unknown: the bare core */
+    id = mem_systems[si].id;
+    const char *name = mem_systems[si].name;
+    if (!mem_system_available(mem_systems[si].mode)) { emit_na("footprint", id, name, "yyc_memcache_* not in the linked library"); return; }
     size_t n = (size_t)opt.keys;
     keyset ks;
     keyset_make(&ks, n, str);
-    memvals mv = {owned};
+    memvals mv = {mem_systems[si].mode};
     double key_bytes = 0;
     for (size_t i = 0; i < n; i++) key_bytes += (double)kl(&ks, i);
     yyc_memcache *c = memcache_make(&mv);

@@ -4,7 +4,9 @@
  */
 #include "lru_map.h"
 
+#include <assert.h>
 #include <bsd/stdlib.h> /* arc4random_buf */
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +17,7 @@
 static bool start_resize(yyc__lru_map *m, size_t new_slots, bool growing);
 static bool grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
-static yyc__lru_node *new_node(const void *key, size_t key_len);
+static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t key_len);
 static void link_head(yyc__lru_map *m, yyc__lru_node *n);
 static void cost_add(yyc__lru_map *m, size_t cost);
 static void cost_sub(yyc__lru_map *m, size_t cost);
@@ -315,6 +317,27 @@ void yyc__lru_map_init(yyc__lru_map *m) {
     memset(m, 0, sizeof *m);
     arc4random_buf(&m->seed, sizeof m->seed);
     m->hseed = mixed_seed(m->seed);
+    m->value_align = 1;
+}
+
+void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align) {
+    assert(value_size >= 1 && value_size <= YYC__LRU_MAX_VALUE_SIZE);
+    assert(value_align >= 1 && value_align <= YYC__LRU_MAX_VALUE_ALIGN &&
+           (value_align & (value_align - 1)) == 0);
+    yyc__lru_map_init(m);
+    m->value_size = (uint32_t)value_size;
+    m->value_align = (uint32_t)value_align;
+}
+
+/* Clears m as after init, keeping the seed and the value layout. */
+static void reset_keeping_seed(yyc__lru_map *m) {
+    uint64_t seed = m->seed, hseed = m->hseed;
+    uint32_t value_size = m->value_size, value_align = m->value_align;
+    memset(m, 0, sizeof *m);
+    m->seed = seed;
+    m->hseed = hseed;
+    m->value_size = value_size;
+    m->value_align = value_align;
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
@@ -326,10 +349,7 @@ void yyc__lru_map_destroy(yyc__lru_map *m) {
     }
     free(m->slots);
     free(m->old);
-    uint64_t seed = m->seed, hseed = m->hseed;
-    memset(m, 0, sizeof *m);
-    m->seed = seed;
-    m->hseed = hseed;
+    reset_keeping_seed(m);
 }
 
 /* --- incremental resize --- */
@@ -455,9 +475,23 @@ static void shrink_if_sparse(yyc__lru_map *m) {
         (void)start_resize(m, slots / 2, false);
 }
 
-static yyc__lru_node *new_node(const void *key, size_t key_len) {
+#ifdef YYC_TESTING
+/* Test builds: the next n node allocations fail (fault injection for the ENOMEM paths). */
+static atomic_int fail_allocs;
+void yyc__lru_testing_fail_allocs(int n) { fail_allocs = n; }
+#endif
+
+static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t key_len) {
     if (key_len > UINT32_MAX) return NULL;
+#ifdef YYC_TESTING
+    for (int left = atomic_load(&fail_allocs); left > 0;)
+        if (atomic_compare_exchange_weak(&fail_allocs, &left, left - 1)) return NULL;
+#endif
     size_t size = offsetof(yyc__lru_node, key) + key_len;
+    if (m->value_size && !yyc__lru_value_in_field(m->value_size, m->value_align)) {
+        if (key_len > SIZE_MAX - sizeof(yyc__lru_node) - 2 * YYC__LRU_MAX_VALUE_SIZE) return NULL;
+        size = yyc__lru_value_offset(key_len, m->value_size, m->value_align) + m->value_size;
+    }
     if (size < sizeof(yyc__lru_node)) size = sizeof(yyc__lru_node);
     /* 16-byte alignment (the slot drops the pointer's low 4 bits): malloc's where it aligns
      * to 16 (glibc on LP64), else posix_memalign. */
@@ -526,7 +560,7 @@ yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
                                    size_t cost, double time) {
     if (key_len > UINT32_MAX) return NULL; /* before hashing: the key is never read */
-    yyc__lru_node *n = new_node(key, key_len);
+    yyc__lru_node *n = new_node(m, key, key_len);
     if (!n) return NULL;
     n->value = value;
     n->cost = cost;
@@ -545,7 +579,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
-    n = new_node(key, key_len);
+    n = new_node(m, key, key_len);
     if (!n) return NULL;
     if (!add_node(m, n, h)) {
         free(n);
@@ -616,10 +650,7 @@ yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     yyc__lru_node *list = m->head;
     *out_table = m->slots;
     free(m->old); /* rare: only while a resize is under way */
-    uint64_t seed = m->seed, hseed = m->hseed;
-    memset(m, 0, sizeof *m);
-    m->seed = seed;
-    m->hseed = hseed;
+    reset_keeping_seed(m);
     return list;
 }
 
@@ -669,6 +700,9 @@ static bool check_table(const yyc__lru_map *m, const table *v, size_t start, siz
 
 bool yyc__lru_map_check(const yyc__lru_map *m) {
     CHECK((m->slots == NULL) == (m->mask == 0));
+    CHECK(m->value_align >= 1 && m->value_align <= YYC__LRU_MAX_VALUE_ALIGN &&
+          (m->value_align & (m->value_align - 1)) == 0);
+    CHECK(m->value_size <= YYC__LRU_MAX_VALUE_SIZE);
     CHECK((m->head == NULL) == (m->tail == NULL));
     CHECK((m->head == NULL) == (m->count == 0));
     if (m->slots) {

@@ -23,8 +23,16 @@
  * Thread safety: none. No function locks; the caller holds the owner's lock around every call,
  * including reads (find, count, iteration).
  * Ownership: the map owns its nodes and its slot array; it never touches the values (they are
- * opaque pointers owned by the caller). A node returned by unlink / pop_tail / detach_all is
- * owned by the caller, who frees it with yyc__lru_node_free (after using its value).
+ * opaque pointers, or inline bytes, owned by the caller).
+ *
+ * A node returned by unlink / pop_tail / detach_all is owned by the caller, who frees it with
+ * yyc__lru_node_free (after using its value).
+ *
+ * Inline values: a map made with yyc__lru_map_init_inline carries value_size bytes of value per
+ * node (still one allocation per entry: node, key, value): in the node's value field when they
+ * fit there (at most pointer size and alignment), else after the key at value_align. The map
+ * never reads or writes those bytes (a new node's are uninitialized, its value field NULL); the
+ * caller reaches them with yyc__lru_node_value.
  *
  * Typical use (statement cache):
  *
@@ -44,14 +52,15 @@
 #include <stdint.h>
 
 /* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
- * chunk). The list links belong to the map: read them (to iterate: n = map.head; n; n =
- * n->next), never write them. value, time and the key bytes may be read; value and time may be
- * written by the caller (the map never reads them). Change cost only through
- * yyc__lru_map_set_cost so that the total stays right. */
+ * chunk), + padding and value_size bytes in a map with inline values larger than a pointer.
+ * The list links belong to the map: read them (to iterate: n = map.head; n; n = n->next), never
+ * write them. value, time and the key bytes may be read; value and time may be written by the
+ * caller (the map never reads them). Change cost only through yyc__lru_map_set_cost so that the
+ * total stays right. */
 typedef struct yyc__lru_node {
     struct yyc__lru_node *prev;  /* toward the head (more recent); NULL at the head */
     struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
-    void *value;                 /* opaque, owned by the caller */
+    void *value;                 /* opaque, owned by the caller (or small inline value bytes) */
     size_t cost;                 /* counted in the map's total cost */
     double time;                 /* caller's timestamp (memory cache: monotonic seconds) */
     uint32_t key_len;            /* bytes in key */
@@ -107,12 +116,41 @@ typedef struct yyc__lru_map {
     yyc__lru_node *tail;     /* least recently used, NULL when empty */
     uint64_t seed;           /* per-map hash seed from arc4random_buf */
     uint64_t hseed;          /* the seed premixed as the hash uses it */
+    uint32_t value_size;     /* inline value bytes per node (0: none); fixed at init */
+    uint32_t value_align;    /* their alignment in the node (a power of two, 1..16); fixed */
 } yyc__lru_map;
+
+/* Largest inline value (bytes) and alignment a map accepts. */
+#define YYC__LRU_MAX_VALUE_SIZE 4096u
+#define YYC__LRU_MAX_VALUE_ALIGN 16u
 
 #define YYC__LRU_MIN_BUCKETS 16u
 
 /* Makes an empty map with a fresh random seed. Cannot fail (allocates nothing). */
 void yyc__lru_map_init(yyc__lru_map *m);
+
+/* Same, for nodes that carry value_size (1..YYC__LRU_MAX_VALUE_SIZE) inline value bytes at
+ * value_align (a power of two, 1..YYC__LRU_MAX_VALUE_ALIGN). Out-of-range arguments are the
+ * caller's bug (asserted). destroy and detach_all keep both. */
+void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align);
+
+/* Whether inline values of this size and alignment live in the node's value field. */
+static inline bool yyc__lru_value_in_field(size_t value_size, size_t value_align) {
+    return value_size <= sizeof(void *) && value_align <= _Alignof(void *);
+}
+
+/* Offset of the inline value bytes in a node with a key of key_len bytes (value_size and
+ * value_align as given to init_inline). The same for every map with that layout: a node's
+ * value can be reached without the map (e.g. after detaching). */
+static inline size_t yyc__lru_value_offset(size_t key_len, size_t value_size, size_t value_align) {
+    if (yyc__lru_value_in_field(value_size, value_align)) return offsetof(yyc__lru_node, value);
+    return (offsetof(yyc__lru_node, key) + key_len + value_align - 1) & ~(value_align - 1);
+}
+
+/* The inline value bytes of node n (a node of a map made with init_inline with that layout). */
+static inline void *yyc__lru_node_value(yyc__lru_node *n, size_t value_size, size_t value_align) {
+    return (unsigned char *)n + yyc__lru_value_offset(n->key_len, value_size, value_align);
+}
 
 /* Frees every node and the slot array; the values are not touched (walk the list first to
  * release them). The map is left empty and reusable, as after init. */
@@ -176,6 +214,9 @@ uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed);
 /* Checks every invariant above, walking the whole list and table (O(n)). Returns true if they
  * all hold; otherwise prints the first broken one to stderr and returns false. */
 bool yyc__lru_map_check(const yyc__lru_map *m);
+
+/* Makes the next n node allocations (of any map) fail, as if memory ran out. */
+void yyc__lru_testing_fail_allocs(int n);
 #endif
 
 #endif /* YYCACHE_LRU_MAP_H */

@@ -1,12 +1,19 @@
 /*
  * memory_cache.c - thread-safe in-memory LRU cache (YYMemoryCache) over lru_map.
  *
- * One mutex per cache guards everything below. User code (release callbacks, event handlers)
- * never runs under it; only the retain callback does (see memory_cache.h). Removed values go
- * either to a local list released after unlocking (synchronous policy) or to the cache's
- * "garbage" (asynchronous policy): detached nodes chained through node->next plus replaced
- * values in a small array, drained by one release job on the background worker. Jobs are
- * coalesced: at most one release job and one cost-trim job are queued per cache at a time.
+ * One mutex per cache guards everything below. User code (release/destroy callbacks, event
+ * handlers) never runs under it; only the retain and copy callbacks do (see memory_cache.h).
+ * Removed values go either to a local list released after unlocking (synchronous policy) or to
+ * the cache's "garbage" (asynchronous policy): detached nodes chained through node->next plus
+ * replaced values in a small array, drained by one release job on the background worker. Jobs
+ * are coalesced: at most one release job and one cost-trim job are queued per cache at a time.
+ *
+ * Two value modes, fixed at creation: pointer values (yyc_memcache_new; the node's value field,
+ * owned through retain/release) and inline values (yyc_memcache_new_inline; value_size bytes in
+ * the node - in its value field when they fit, else after the key - copied out by get,
+ * destroyed when dropped). Both are handled through a value's "slot": the address of its stored
+ * representation (&node->value, or the inline bytes), which is also what the garbage array
+ * holds a copy of (one element per stride).
  */
 #include "internal.h"
 #include "lru_map.h"
@@ -20,12 +27,16 @@
 #include <time.h>
 
 /* Invariants (under lock):
- *   - map holds every entry; each node's value was returned by cb.retain (or is NULL).
+ *   - map holds every entry; in pointer mode each node's value was returned by cb.retain (or is
+ *     NULL); in inline mode each node's value bytes hold a value owned by the cache (moved in by
+ *     set_inline, to be passed to itype.destroy exactly once).
  *   - garbage_head..garbage_tail (chained through next, tail->next == NULL) and garbage_vals
  *     hold values detached but not yet released; release_pending is true iff a release job is
  *     queued or about to be queued, and that job will take everything found in the garbage.
  *   - cost_trim_pending is true while a cost-trim job is queued (cleared when it starts).
- *   - cb and timer never change after yyc_memcache_new, so they may be read without the lock. */
+ *   - garbage_vals holds garbage_nvals slots, garbage_stride bytes apart.
+ *   - cb, itype, inline_values, value_size, value_align, garbage_stride and timer never change
+ *     after creation, so they may be read without the lock. */
 struct yyc_memcache {
     pthread_mutex_t lock;
     yyc__lru_map map;
@@ -40,14 +51,19 @@ struct yyc_memcache {
     bool cost_trim_pending;
     yyc__lru_node *garbage_head;
     yyc__lru_node *garbage_tail;
-    void **garbage_vals;
+    unsigned char *garbage_vals;
     size_t garbage_nvals;
     size_t garbage_cap;
     yyc_memcache_event_fn memory_warning_fn;
     void *memory_warning_ctx;
     yyc_memcache_event_fn enter_background_fn;
     void *enter_background_ctx;
-    yyc_value_callbacks cb;
+    yyc_value_callbacks cb;      /* pointer mode */
+    yyc_inline_value_type itype; /* inline mode */
+    bool inline_values;
+    size_t value_size;     /* inline mode: bytes per value */
+    size_t value_align;    /* inline mode: their alignment in the node */
+    size_t garbage_stride; /* bytes per garbage_vals element */
     yyc__timer *timer;
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
@@ -59,11 +75,12 @@ struct yyc_memcache {
 static void lock(yyc_memcache *c);
 static void unlock(yyc_memcache *c);
 static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail);
-static int stash_value_locked(yyc_memcache *c, void *value);
+static int stash_slot_locked(yyc_memcache *c, const void *slot);
 static void schedule_release(yyc_memcache *c);
 static void release_job(void *arg);
 static void release_list(yyc_memcache *c, yyc__lru_node *list);
 static void release_value(yyc_memcache *c, void *value);
+static void drop_slot(yyc_memcache *c, void *slot);
 static void cost_trim_job(void *arg);
 static void auto_trim_fire(void *arg);
 
@@ -110,13 +127,29 @@ static void release_value(yyc_memcache *c, void *value) {
     if (value && c->cb.release) c->cb.release(c->cb.ctx, value);
 }
 
+/* The slot of n's value (see the top of the file). */
+static inline void *node_slot(const yyc_memcache *c, yyc__lru_node *n) {
+    if (c->inline_values) return yyc__lru_node_value(n, c->value_size, c->value_align);
+    return &n->value;
+}
+
+/* Drops the value stored in slot (no lock held): release in pointer mode, destroy inline. */
+static void drop_slot(yyc_memcache *c, void *slot) {
+    if (c->inline_values) {
+        if (c->itype.destroy) c->itype.destroy(c->itype.ctx, slot);
+    } else {
+        void *value;
+        memcpy(&value, slot, sizeof value);
+        release_value(c, value);
+    }
+}
+
 /* Releases every value of a detached list (chained through next) and frees the nodes. */
 static void release_list(yyc_memcache *c, yyc__lru_node *list) {
     while (list) {
         yyc__lru_node *next = list->next;
-        void *value = list->value;
+        drop_slot(c, node_slot(c, list));
         yyc__lru_node_free(list);
-        release_value(c, value);
         list = next;
     }
 }
@@ -133,19 +166,19 @@ static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_nod
     return true;
 }
 
-/* Adds a replaced value to the garbage. Returns 1 if the caller must schedule the release job,
- * 0 if nothing more is needed, -1 if memory ran out (the caller releases the value itself after
- * unlocking). */
-static int stash_value_locked(yyc_memcache *c, void *value) {
-    if (!value) return 0;
+/* Adds a replaced value (a copy of its slot) to the garbage. Returns 1 if the caller must
+ * schedule the release job, 0 if nothing more is needed, -1 if memory ran out (the caller drops
+ * the value itself after unlocking). */
+static int stash_slot_locked(yyc_memcache *c, const void *slot) {
     if (c->garbage_nvals == c->garbage_cap) {
         size_t cap = c->garbage_cap ? c->garbage_cap * 2 : 16;
-        void **vals = realloc(c->garbage_vals, cap * sizeof *vals);
+        unsigned char *vals = realloc(c->garbage_vals, cap * c->garbage_stride);
         if (!vals) return -1;
         c->garbage_vals = vals;
         c->garbage_cap = cap;
     }
-    c->garbage_vals[c->garbage_nvals++] = value;
+    memcpy(c->garbage_vals + c->garbage_nvals++ * c->garbage_stride, slot,
+           c->inline_values ? c->value_size : sizeof(void *));
     if (c->release_pending) return 0;
     c->release_pending = true;
     return 1;
@@ -162,7 +195,7 @@ static void release_job(void *arg) {
     yyc_memcache *c = arg;
     lock(c);
     yyc__lru_node *list = c->garbage_head;
-    void **vals = c->garbage_vals;
+    unsigned char *vals = c->garbage_vals;
     size_t nvals = c->garbage_nvals;
     c->garbage_head = c->garbage_tail = NULL;
     c->garbage_vals = NULL;
@@ -170,15 +203,28 @@ static void release_job(void *arg) {
     c->release_pending = false;
     unlock(c);
     release_list(c, list);
-    for (size_t i = 0; i < nvals; i++) release_value(c, vals[i]);
+    for (size_t i = 0; i < nvals; i++) drop_slot(c, vals + i * c->garbage_stride);
     free(vals);
 }
 
 /* --- construction --- */
 
-int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
-    if (!out) return YYC_EINVAL;
-    *out = NULL;
+/* The alignment of an inline value: type->align, or by default the largest power of two that
+ * divides size, at most 16. 0 if type is invalid. */
+static size_t inline_align(const yyc_inline_value_type *type) {
+    if (type->size < 1 || type->size > YYC_MEMCACHE_INLINE_MAX) return 0;
+    size_t align = type->align;
+    if (align == 0) {
+        align = (size_t)1 << __builtin_ctzll((unsigned long long)type->size);
+        if (align > 16) align = 16;
+    }
+    if (align > 16 || (align & (align - 1)) != 0) return 0;
+    return align;
+}
+
+/* Both constructors: pointer mode when itype is NULL, inline mode otherwise (validated). */
+static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type *itype,
+                     yyc_memcache **out) {
     yyc_memcache *c = calloc(1, sizeof *c);
     if (!c) return YYC_ENOMEM;
     pthread_mutexattr_t attr;
@@ -195,7 +241,18 @@ int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
         free(c);
         return YYC_ENOMEM;
     }
-    yyc__lru_map_init(&c->map);
+    if (itype) {
+        c->inline_values = true;
+        c->itype = *itype;
+        c->value_size = itype->size;
+        c->value_align = inline_align(itype);
+        c->garbage_stride = (c->value_size + c->value_align - 1) & ~(c->value_align - 1);
+        yyc__lru_map_init_inline(&c->map, c->value_size, c->value_align);
+    } else {
+        if (cb) c->cb = *cb;
+        c->garbage_stride = sizeof(void *);
+        yyc__lru_map_init(&c->map);
+    }
     c->count_limit = SIZE_MAX;
     c->cost_limit = SIZE_MAX;
     c->age_limit = DBL_MAX;
@@ -203,7 +260,6 @@ int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
     c->release_async = true;
     c->remove_all_on_memory_warning = true;
     c->remove_all_on_enter_background = true;
-    if (cb) c->cb = *cb;
     /* Last: the timer may fire (on the worker) as soon as it exists. */
     if (yyc__timer_new(auto_trim_fire, c, c->auto_trim_interval, &c->timer) != YYC_OK) {
         pthread_mutex_destroy(&c->lock);
@@ -212,6 +268,19 @@ int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
     }
     *out = c;
     return YYC_OK;
+}
+
+int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out) {
+    if (!out) return YYC_EINVAL;
+    *out = NULL;
+    return new_cache(cb, NULL, out);
+}
+
+int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memcache **out) {
+    if (!out) return YYC_EINVAL;
+    *out = NULL;
+    if (!type || inline_align(type) == 0) return YYC_EINVAL;
+    return new_cache(NULL, type, out);
 }
 
 void yyc_memcache_free(yyc_memcache *c) {
@@ -239,11 +308,19 @@ void yyc_memcache_free(yyc_memcache *c) {
 
 /* --- entries --- */
 
-int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
-    if (!c || (!key && key_len > 0)) return YYC_EINVAL;
+/* Largest slot (pointer or inline value), for the replaced value kept on the stack. */
+#define SLOT_MAX \
+    (YYC_MEMCACHE_INLINE_MAX > sizeof(void *) ? YYC_MEMCACHE_INLINE_MAX : sizeof(void *))
+
+/* Both sets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
+ * mode stores value (retained); inline mode moves value_size bytes from bytes. */
+static inline __attribute__((always_inline)) int
+set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const void *bytes,
+         size_t cost, bool inline_mode) {
     if (key_len > UINT32_MAX) return YYC_ETOOBIG; /* node key lengths are 32-bit */
     yyc__lru_node *evicted = NULL;
-    void *old = NULL;
+    _Alignas(16) unsigned char old[SLOT_MAX]; /* the replaced value's slot, while have_old */
+    bool have_old = false;
     bool queue_release = false, queue_trim = false;
     double now = clock_now();
 
@@ -252,10 +329,23 @@ int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *val
     yyc__lru_node *n = yyc__lru_map_find_or_insert(&c->map, key, key_len, &inserted);
     if (!n) {
         unlock(c);
-        return YYC_ENOMEM;
+        return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
-    if (!inserted) old = n->value;
-    n->value = (value && c->cb.retain) ? c->cb.retain(c->cb.ctx, value) : value;
+    if (inline_mode) {
+        void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
+        /* Without a destroy callback a replaced value needs nothing: just overwrite it. */
+        if (!inserted && c->itype.destroy) {
+            memcpy(old, slot, c->value_size);
+            have_old = true;
+        }
+        memcpy(slot, bytes, c->value_size);
+    } else {
+        if (!inserted && n->value) {
+            memcpy(old, &n->value, sizeof n->value);
+            have_old = true;
+        }
+        n->value = (value && c->cb.retain) ? c->cb.retain(c->cb.ctx, value) : value;
+    }
     n->time = now;
     yyc__lru_map_set_cost(&c->map, n, cost);
     yyc__lru_map_move_to_head(&c->map, n);
@@ -265,9 +355,9 @@ int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *val
     }
     if (yyc__lru_map_count(&c->map) > c->count_limit) evicted = yyc__lru_map_pop_tail(&c->map);
     if (c->release_async) {
-        if (old) {
-            int s = stash_value_locked(c, old);
-            if (s >= 0) old = NULL; /* else released inline below */
+        if (have_old) {
+            int s = stash_slot_locked(c, old);
+            if (s >= 0) have_old = false; /* else dropped inline below */
             queue_release |= (s == 1);
         }
         if (evicted) {
@@ -283,14 +373,25 @@ int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *val
         unlock(c);
     }
     if (queue_release) schedule_release(c);
-    release_value(c, old);
+    if (have_old) drop_slot(c, old);
     release_list(c, evicted);
     return YYC_OK;
 }
 
+int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
+    if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
+    return set_impl(c, key, key_len, value, NULL, cost, false);
+}
+
+int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key_len, const void *value,
+                            size_t cost) {
+    if (!c || (!key && key_len > 0) || !value || !c->inline_values) return YYC_EINVAL;
+    return set_impl(c, key, key_len, NULL, value, cost, true);
+}
+
 int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value) {
     if (out_value) *out_value = NULL;
-    if (!c || !out_value || (!key && key_len > 0)) return YYC_EINVAL;
+    if (!c || !out_value || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
     lock(c);
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
@@ -310,6 +411,27 @@ int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **ou
     if (v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     unlock(c);
     *out_value = v;
+    return YYC_OK;
+}
+
+int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len, void *out_value) {
+    if (!c || !out_value || (!key && key_len > 0) || !c->inline_values) return YYC_EINVAL;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (!n) {
+        unlock(c);
+        return YYC_NOTFOUND;
+    }
+    /* The neighbours are relinked by the move: start their loads together (see get). */
+    if (n->prev) __builtin_prefetch(n->prev, 1);
+    if (n->next) __builtin_prefetch(n->next, 1);
+    /* Copied under the lock: a concurrent set cannot destroy the value first. */
+    const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
+    if (c->itype.copy) c->itype.copy(c->itype.ctx, out_value, slot);
+    else memcpy(out_value, slot, c->value_size);
+    n->time = clock_now();
+    yyc__lru_map_move_to_head(&c->map, n);
+    unlock(c);
     return YYC_OK;
 }
 

@@ -9,10 +9,13 @@ import Foundation
 /// happens during `setValue` (one entry per call), cost eviction runs in the background, and an
 /// auto-trim runs every ``autoTrimInterval`` seconds.
 ///
-/// Values are boxed in a class and owned by the C core through retain/release callbacks; a
-/// lookup retains the value under the cache's lock, so a concurrent replacement can never free
-/// it under the reader (YYCache's PR #153 race). No user code (value `deinit`, event handlers)
-/// runs while the lock is held, so both may call back into the cache.
+/// Storage depends on `Value` (see ``MemoryCacheStorage``): values of up to 64 bytes (`Int`,
+/// `Data`, `String`, small structs) are copied into the C entry itself; class instances are
+/// owned by the C core through retain/release callbacks; larger values are boxed in a class
+/// owned the same way. A lookup copies (or retains) the value under the cache's lock, so a
+/// concurrent replacement can never free it under the reader (YYCache's PR #153 race). No user
+/// code (value `deinit`, event handlers) runs while the lock is held, so both may call back into
+/// the cache.
 ///
 /// ```swift
 /// let cache = MemoryCache<String, Image>(name: "thumbnails")
@@ -46,7 +49,12 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// themselves, which saves an allocation per set and a retain/release pair per get.
     /// A static property, so a specialized get or set folds it to a constant.
     @inlinable
-    static var storesObjectsDirectly: Bool { MemoryCacheBox<Value>.canStoreDirectly }
+    static var storesObjectsDirectly: Bool { MemoryCacheStorage<Value>.storesObjects }
+
+    /// Whether values are stored inline in the C entries (see ``MemoryCacheStorage``); folds
+    /// to a constant like ``storesObjectsDirectly``.
+    @inlinable
+    static var storesValuesInline: Bool { MemoryCacheStorage<Value>.storesInline }
 
     let state: Protected<State>
 
@@ -58,12 +66,30 @@ public final class MemoryCache<Key: CacheKey, Value> {
     ///   - name: A name for debugging (``description``).
     /// - Complexity: O(1).
     ///
-    /// The corresponding C function is `yyc_memcache_new`.
-    public init(name: String? = nil) {
-        let events = MemoryCacheEvents<Key, Value>()
-        var callbacks = events.valueCallbacks()
+    /// The corresponding C function is `yyc_memcache_new` (or `yyc_memcache_new_inline`).
+    @inlinable
+    public convenience init(name: String? = nil) {
+        // Inlined so that the inline-value operations are specialized for Value here.
+        let needsOps = Self.storesValuesInline && !MemoryCacheStorage<Value>.isTrivial
+        self.init(name: name, inlineOps: needsOps ? MemoryCacheInlineOps(for: Value.self) : .none)
+    }
+
+    /// Creates the cache; `inlineOps` are the value type's operations when values are stored
+    /// inline and not trivial (``MemoryCacheInlineOps/none`` otherwise).
+    @usableFromInline
+    init(name: String?, inlineOps: MemoryCacheInlineOps) {
+        let events = MemoryCacheEvents<Key, Value>(inlineOps: inlineOps)
         var handle: OpaquePointer?
-        let status = yyc_memcache_new(&callbacks, &handle)
+        let status: Int32
+        if Self.storesValuesInline {
+            var type = events.inlineValueType(
+                size: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment,
+                trivial: MemoryCacheStorage<Value>.isTrivial)
+            status = yyc_memcache_new_inline(&type, &handle)
+        } else {
+            var callbacks = events.valueCallbacks()
+            status = yyc_memcache_new(&callbacks, &handle)
+        }
         guard status == 0, let handle else {
             // Only allocation can fail; Swift treats running out of memory as fatal too.
             fatalError("yyc_memcache_new failed: \(String(cString: yyc_strerror(status)))")
@@ -131,8 +157,24 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The corresponding C function is `yyc_memcache_get`.
     @inlinable
     public func value(forKey key: Key) -> Value? {
-        var out: UnsafeMutableRawPointer?
         let handle = self.handle  // the closure then captures a pointer, not self (no retain)
+        if Self.storesValuesInline {
+            // The C core copies the value into our buffer under its lock (a copy we own). The
+            // closure returns nothing: returning the value through withUnsafeTemporaryAllocation
+            // costs an outlined copy and destroy of a Result per call.
+            var result: Value? = nil
+            withUnsafeTemporaryAllocation(
+                byteCount: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment
+            ) { buffer in
+                let bytes = buffer.baseAddress!
+                let status = key.withCacheKeyBytes {
+                    yyc_memcache_get_inline(handle, $0.baseAddress, $0.count, bytes)
+                }
+                if status == 0 { result = bytes.assumingMemoryBound(to: Value.self).move() }
+            }
+            return result
+        }
+        var out: UnsafeMutableRawPointer?
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
         // The C core retained the object under its lock and transferred that reference to us.
@@ -164,6 +206,21 @@ public final class MemoryCache<Key: CacheKey, Value> {
         }
         let cCost = cost > 0 ? cost : 0
         let handle = self.handle  // the closures then capture a pointer, not self (no retain)
+        if Self.storesValuesInline {
+            // A copy of the value is moved into the C entry; on failure (ENOMEM, which leaves
+            // the cache unchanged) it is still ours to destroy.
+            withUnsafeTemporaryAllocation(
+                byteCount: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment
+            ) { buffer in
+                let bytes = buffer.baseAddress!
+                let typed = bytes.initializeMemory(as: Value.self, to: value)
+                let status = key.withCacheKeyBytes {
+                    yyc_memcache_set_inline(handle, $0.baseAddress, $0.count, bytes, cCost)
+                }
+                if status != 0 { typed.deinitialize(count: 1) }
+            }
+            return
+        }
         // The C core takes its own reference (retain callback) before set returns; ours ends
         // after the call. ENOMEM is the only failure and leaves the cache unchanged.
         if Self.storesObjectsDirectly {

@@ -1,4 +1,5 @@
-/// The object a ``MemoryCache`` hands to the C core for one value.
+/// The object a ``MemoryCache`` hands to the C core for one value too large to be stored inline
+/// (see ``MemoryCacheStorage``: more than 64 bytes, or aligned to more than 16).
 ///
 /// The C core stores an opaque pointer per entry and owns it through the retain/release
 /// callbacks installed by ``MemoryCache``, which call `swift_retain`/`swift_release` on the box

@@ -2,21 +2,27 @@ import CYYCache
 import Foundation
 import Synchronization
 
-/// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx` and the
-/// event handlers' `ctx`). Non-generic, because a `@convention(c)` function cannot mention the
-/// cache's generic parameters; ``MemoryCacheEvents`` overrides the event methods.
+/// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx`,
+/// `yyc_inline_value_type.ctx` and the event handlers' `ctx`). Non-generic, because a
+/// `@convention(c)` function cannot mention the cache's generic parameters;
+/// ``MemoryCacheEvents`` overrides the event methods.
 ///
 /// It outlives the C cache: the ``MemoryCache`` frees the C cache in `deinit`, and only then
 /// are its stored properties (this object included) released.
 @usableFromInline
 class MemoryCacheCallbacks: @unchecked Sendable {
-    // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a weak
-    // reference written once before the C cache can call back.
+    // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a reference
+    // written once before the C cache can call back.
 
     /// `MemoryCache.releasesValuesOnMainThread`, read by the release callback on any thread.
     let releasesOnMainThread = Atomic<Bool>(false)
 
-    init() {}
+    /// Inline values: the value type's copy and destroy (``MemoryCacheInlineOps/none`` otherwise).
+    let inlineOps: MemoryCacheInlineOps
+
+    init(inlineOps: MemoryCacheInlineOps) {
+        self.inlineOps = inlineOps
+    }
 
     /// Called by the C core's memory-warning hook, on the thread of `handleMemoryWarning()`.
     func memoryWarning() {}
@@ -30,6 +36,30 @@ class MemoryCacheCallbacks: @unchecked Sendable {
             retain: memoryCacheRetainValue,
             release: memoryCacheReleaseValue,
             ctx: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// The inline value type for `yyc_memcache_new_inline`, with `self` as its context (not
+    /// retained): no callbacks for trivial values, else copy and destroy through this object.
+    func inlineValueType(size: Int, alignment: Int, trivial: Bool) -> yyc_inline_value_type {
+        yyc_inline_value_type(
+            size: size, align: alignment,
+            copy: trivial ? nil : memoryCacheCopyValue,
+            destroy: trivial ? nil : memoryCacheDestroyValue,
+            ctx: Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Ends the life of the inline value at `value` (the destroy callback; never under the
+    /// lock). The C core frees the bytes when this returns, so a value bound for the main queue
+    /// moves to a heap cell first; the cell travels as an integer (no other thread touches it
+    /// after this hop).
+    final func destroyInlineValue(_ value: UnsafeMutableRawPointer) {
+        if releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
+            let ops = inlineOps
+            let bits = UInt(bitPattern: ops.moveToHeap(value))
+            DispatchQueue.main.async { ops.destroyHeap(UnsafeMutableRawPointer(bitPattern: bits)!) }
+        } else {
+            inlineOps.destroy(value)
+        }
     }
 
     /// Installs the event hooks on `handle`, with `self` as their context (not retained).
@@ -66,6 +96,24 @@ private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: U
         }
     } else {
         Unmanaged<AnyObject>.fromOpaque(value).release()
+    }
+}
+
+// The copy callback runs under the C cache's mutex: it copies the value (retaining what it
+// holds) and does not call into the cache. The C core never passes NULL.
+private func memoryCacheCopyValue(
+    _ ctx: UnsafeMutableRawPointer?, _ dst: UnsafeMutableRawPointer?, _ src: UnsafeRawPointer?
+) {
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+        $0.inlineOps.copy(dst.unsafelyUnwrapped, src.unsafelyUnwrapped)
+    }
+}
+
+// The destroy callback never runs under the mutex: the value's deinit may use the cache. The C
+// core never passes NULL.
+private func memoryCacheDestroyValue(_ ctx: UnsafeMutableRawPointer?, _ value: UnsafeMutableRawPointer?) {
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx.unsafelyUnwrapped)._withUnsafeGuaranteedRef {
+        $0.destroyInlineValue(value.unsafelyUnwrapped)
     }
 }
 

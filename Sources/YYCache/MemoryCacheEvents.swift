@@ -2,7 +2,12 @@
 final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unchecked Sendable {
     // @unchecked Sendable: `cache` is written once, in MemoryCache.init, before the hooks are
     // installed; afterwards it is only read.
-    weak var cache: MemoryCache<Key, Value>?
+
+    /// The cache, not retained. `unowned(unsafe)` rather than `weak`: a weakly referenced object
+    /// gets a reference-count side table, which sends every retain of the cache through the
+    /// runtime's slow path. Safe because the cache owns this object and the C core calls the
+    /// event hooks only from `handleMemoryWarning()` / `handleEnterBackground()`, on a live cache.
+    unowned(unsafe) var cache: MemoryCache<Key, Value>?
 
     override func memoryWarning() {
         guard let cache else { return }

@@ -578,7 +578,63 @@ static void lru_map_random_operations_match_model(void **state) {
 }
 
 
+/* Inline values: value_size bytes per node after the key, aligned, kept through resizes,
+ * detach_all and destroy (the layout survives). ASan checks that the bytes are in the node. */
+static void lru_map_inline_values_follow_the_key_aligned(void **state) {
+    (void)state;
+    /* After the key at every alignment; then in the value field (at most pointer size). */
+    size_t aligns[] = {1, 2, 8, 16, 8, 4, 1, 16};
+    size_t sizes[] = {24, 25, 26, 27, 8, 4, 1, 8};
+    for (size_t ai = 0; ai < 8; ai++) {
+        size_t align = aligns[ai], size = sizes[ai];
+        bool in_field = yyc__lru_value_in_field(size, align);
+        assert_true(in_field == (ai >= 4 && ai < 7));
+        yyc__lru_map m;
+        yyc__lru_map_init_inline(&m, size, align);
+        assert_int_equal(m.value_size, size);
+        char key[64];
+        for (int i = 0; i < 300; i++) {
+            int n = snprintf(key, sizeof key, "%.*s%d", i % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
+            bool inserted;
+            yyc__lru_node *node = yyc__lru_map_find_or_insert(&m, key, (size_t)n, &inserted);
+            assert_non_null(node);
+            assert_true(inserted);
+            unsigned char *v = yyc__lru_node_value(node, size, align);
+            assert_int_equal((uintptr_t)v % align, 0);
+            if (in_field) {
+                assert_ptr_equal(v, &node->value);
+            } else {
+                assert_true(v >= node->key + node->key_len);
+                assert_true(v < node->key + node->key_len + align);
+            }
+            memset(v, i & 0xff, size);
+        }
+        CHECKED(&m);
+        for (int i = 0; i < 300; i++) {
+            int n = snprintf(key, sizeof key, "%.*s%d", i % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
+            yyc__lru_node *node = yyc__lru_map_find(&m, key, (size_t)n);
+            assert_non_null(node);
+            unsigned char *v = yyc__lru_node_value(node, size, align);
+            for (size_t b = 0; b < size; b++) assert_int_equal(v[b], i & 0xff);
+        }
+        void *table;
+        yyc__lru_node *list = yyc__lru_map_detach_all(&m, &table);
+        free(table);
+        while (list) {
+            yyc__lru_node *next = list->next;
+            yyc__lru_node_free(list);
+            list = next;
+        }
+        assert_int_equal(m.value_size, size);
+        assert_int_equal(m.value_align, align);
+        assert_non_null(ins(&m, "again", 0));
+        yyc__lru_map_destroy(&m);
+        assert_int_equal(m.value_size, size);
+    }
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(lru_map_inline_values_follow_the_key_aligned),
     cmocka_unit_test(lru_map_starts_empty),
     cmocka_unit_test(lru_map_insert_then_find_returns_node),
     cmocka_unit_test(lru_map_new_entries_go_to_head),

@@ -1,12 +1,22 @@
 /*
  * yycache/memory_cache.h - a thread-safe in-memory LRU cache (YYMemoryCache).
  *
- * Think of a yyc_memcache pointer as an object. Constructor: yyc_memcache_new().
+ * Think of a yyc_memcache pointer as an object. Constructors: yyc_memcache_new() and
+ * yyc_memcache_new_inline().
  * Destructor: yyc_memcache_free(). Every other function is a method.
  *
  * Keys are byte strings (zero length included; NUL bytes allowed; below 4 GiB) copied into the
- * cache. Values are opaque pointers owned through the retain/release callbacks given at
- * creation; a NULL value is stored as is and never passed to retain or release.
+ * cache. Values come in one of two modes, fixed when the cache is created:
+ *   - pointer values (yyc_memcache_new; yyc_memcache_set / yyc_memcache_get): opaque pointers
+ *     owned through the retain/release callbacks given at creation; a NULL value is stored as is
+ *     and never passed to retain or release.
+ *   - inline values (yyc_memcache_new_inline; yyc_memcache_set_inline / yyc_memcache_get_inline):
+ *     fixed-size byte blobs (1 to YYC_MEMCACHE_INLINE_MAX bytes) copied into the entry itself,
+ *     so an entry is one allocation with no separate value object. Optional copy/destroy
+ *     callbacks make them owned values (e.g. a struct holding reference-counted pointers).
+ * Calling a function of the other mode returns YYC_EINVAL; every other function (contains,
+ * remove, limits, trims, events, free) works the same in both modes, and "released" below
+ * means "destroyed" for inline values.
  * Lookups, inserts and removals are O(1); entries live in a hash table threaded onto a doubly
  * linked list in access order (head = most recently used).
  *
@@ -15,8 +25,8 @@
  * runs every auto_trim_interval seconds (default 5) in the order cost, count, age.
  *
  * Thread safety: every function is thread-safe; each cache has one pthread mutex taken at the
- * top of each call. No callback (retain excepted, see below) runs while the mutex is held, so a
- * release callback or an event handler may call back into the same cache.
+ * top of each call. No callback (retain and copy excepted, see below) runs while the mutex is
+ * held, so a release or destroy callback or an event handler may call back into the same cache.
  * Blocking: never touches disk. Trims may sleep 10 ms between lock attempts when contended.
  * Misuse: a NULL cache returns YYC_EINVAL (or 0 / false / no-op for functions without status).
  */
@@ -49,6 +59,37 @@ typedef struct yyc_value_callbacks {
  * Ownership: *out is transferred to the caller (free with yyc_memcache_free); cb is copied. */
 YYC_API int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out);
 
+/* Inline values. The largest inline value, in bytes. */
+#define YYC_MEMCACHE_INLINE_MAX 64
+
+/* The type of an inline cache's values: size bytes each, stored in the entry at align.
+ *
+ * copy runs under the cache's mutex, in yyc_memcache_get_inline, to copy the stored value out
+ * (src: the entry's bytes; dst: the caller's buffer): it makes dst an independent value the
+ * caller owns (e.g. increments the reference counts the value holds). It must be cheap and must
+ * not call into the cache. NULL: the bytes are copied with memcpy (plain data).
+ * destroy never runs under the mutex: it ends the life of a value the cache drops (removed,
+ * replaced, evicted, trimmed, or left at free), given the address of its bytes (in the entry or
+ * in the cache's garbage; aligned to align). It runs where the release policy says (the calling
+ * thread, or the background worker). Its bytes are freed right after it returns: destroy must
+ * not keep the pointer (it may move the bytes elsewhere). It may call back into the cache.
+ * NULL: nothing to do. Each value moved into the cache is passed to destroy exactly once. */
+typedef struct yyc_inline_value_type {
+    size_t size;  /* bytes per value, 1 .. YYC_MEMCACHE_INLINE_MAX */
+    size_t align; /* alignment of the stored bytes: a power of two <= 16, or 0 for the largest
+                   * power of two that divides size (at most 16) */
+    void (*copy)(void *ctx, void *dst, const void *src); /* NULL: memcpy */
+    void (*destroy)(void *ctx, void *value);             /* NULL: nothing */
+    void *ctx; /* passed to both; borrowed until yyc_memcache_free returns */
+} yyc_inline_value_type;
+
+/* Creates a cache of inline values of the given type, with the same defaults as
+ * yyc_memcache_new. Use yyc_memcache_set_inline / yyc_memcache_get_inline with it.
+ * Returns: YYC_OK, YYC_EINVAL (out or type is NULL, size is 0 or above YYC_MEMCACHE_INLINE_MAX,
+ * align is not 0 or a power of two up to 16), YYC_ENOMEM.
+ * Ownership: *out is transferred to the caller (free with yyc_memcache_free); type is copied. */
+YYC_API int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memcache **out);
+
 /* Cancels the auto-trim timer, removes every entry, waits until every value (including those
  * handed to the background worker earlier) has been released, then frees the cache.
  * NULL is fine. Must not be called while another thread still uses the cache. */
@@ -60,17 +101,39 @@ YYC_API void yyc_memcache_free(yyc_memcache *c);
  * trim is scheduled; if the count exceeds the count limit, the least recently used entry is
  * evicted before returning (one entry per call). value may be NULL (stored as NULL).
  * Total cost saturates at SIZE_MAX instead of wrapping.
- * Returns: YYC_OK, YYC_EINVAL (NULL cache, or NULL key with key_len > 0), YYC_ETOOBIG (key of
- * 4 GiB or more; checked before the key is read), YYC_ENOMEM.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, NULL key with key_len > 0, or an inline cache),
+ * YYC_ETOOBIG (key of 4 GiB or more; checked before the key is read), YYC_ENOMEM.
  * Ownership: key is copied; value is retained. */
 YYC_API int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value,
                              size_t cost);
 
+/* yyc_memcache_set for an inline cache: value points to size bytes (the type's), which are
+ * moved into the entry. Everything else (replacement, limits, eviction, release policy) is as
+ * in yyc_memcache_set; a replaced value is destroyed per the release policy, never under the
+ * lock. No callback runs under the lock.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache or value, NULL key with key_len > 0, or a pointer
+ * cache), YYC_ETOOBIG (key of 4 GiB or more), YYC_ENOMEM.
+ * Ownership: key is copied. value's bytes are moved: on YYC_OK the cache owns the value (the
+ * caller must not destroy its bytes; the buffer itself stays the caller's); on any error the
+ * value was not taken and the caller still owns it. */
+YYC_API int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                    const void *value, size_t cost);
+
 /* Looks key up; on a hit the entry becomes the most recently used and its time is refreshed.
  * Returns: YYC_OK (*out_value holds a reference retained under the lock and transferred to the
- * caller, who must release it), YYC_NOTFOUND (*out_value = NULL), YYC_EINVAL.
+ * caller, who must release it), YYC_NOTFOUND (*out_value = NULL), YYC_EINVAL (also for an
+ * inline cache).
  * Ownership: key is borrowed. */
 YYC_API int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value);
+
+/* yyc_memcache_get for an inline cache: on a hit, copies the value into out_value (size bytes,
+ * aligned as the type says) with the type's copy callback (under the lock) or memcpy.
+ * Returns: YYC_OK (out_value holds a value the caller owns: destroy it when done),
+ * YYC_NOTFOUND (out_value untouched), YYC_EINVAL (NULL cache or out_value, NULL key with
+ * key_len > 0, or a pointer cache).
+ * Ownership: key is borrowed. */
+YYC_API int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                    void *out_value);
 
 /* Whether key has an entry. Does not change LRU order or the entry's time.
  * Returns: true or false (false for a NULL cache). */
