@@ -226,12 +226,14 @@ private func checkLifetimes<V>(
         #expect(onMain == 6)
     }
 
-    @Test func inlineValuesSurviveConcurrentSetGetAndRemoveOnSharedKeys() {
+    @Test func inlineAndBoxedValuesSurviveConcurrentSetGetAndRemoveOnSharedKeys() {
         let tracker = LifetimeTracker()
         do {
             let datas = MemoryCache<String, Data>()
             let holders = MemoryCache<Int, SmallHolder>()
             holders.countLimit = 20
+            let large = MemoryCache<Int, LargeHolder>()
+            large.countLimit = 20
             let wrong = Atomic<Int>(0)
             let keys = (0..<32).map { "key_\($0)" }
             onThreads(4) { thread in
@@ -242,16 +244,22 @@ private func checkLifetimes<V>(
                     case 0:
                         datas[keys[k]] = Data(repeating: UInt8(k), count: 1 + k * 10)
                         holders[k] = SmallHolder(tracked: tracker.make(k), extra: k)
+                        large[k] = LargeHolder(tracked: tracker.make(k), pad: (k, 0, 0, 0, 0, 0, 0, 0))
                     case 1:
                         datas.removeValue(forKey: keys[k])
                         holders.removeValue(forKey: k)
+                        large.removeValue(forKey: k)
                     case 2 where i % 1_000 == 0:
                         holders.removeAllValues()
+                        large.removeAllValues()
                     default:
                         if let d = datas[keys[k]], d != Data(repeating: UInt8(k), count: 1 + k * 10) {
                             wrong.add(1, ordering: .relaxed)
                         }
                         if let h = holders[k], h.tracked.id != k || h.extra != k {
+                            wrong.add(1, ordering: .relaxed)
+                        }
+                        if let h = large[k], h.tracked.id != k || h.pad.0 != k {
                             wrong.add(1, ordering: .relaxed)
                         }
                     }
@@ -260,6 +268,7 @@ private func checkLifetimes<V>(
             let wrongCount = wrong.load(ordering: .relaxed)
             #expect(wrongCount == 0)
             holders.removeAllValues()
+            large.removeAllValues()
         }
         // A finished thread may still hold its closure (and so the caches) for a moment.
         #expect(eventually { tracker.liveCount == 0 })
