@@ -3,8 +3,8 @@
  *
  * Deviations from YYDiskCache (tested in Tests/C/test_disk_cache.c):
  *   - the per-path registry is keyed by the canonical path (realpath after creating the folder)
- *     and its lookup-or-create is one critical section, so two threads opening one path share
- *     one core (YYDiskCache could create two: two connections on one manifest);
+ *     and its lookup-or-create is atomic, so two threads opening one path share one core
+ *     (YYDiskCache could create two: two connections on one manifest);
  *   - a core is reference-counted and can be closed explicitly (every later call returns
  *     YYC_ECLOSED), the equivalent of _appWillBeTerminated;
  *   - file names from the file-name function (or given explicitly) are validated;
@@ -15,10 +15,38 @@
  *     events that happen while no hook is set (for example the manifest rebuilt by the open)
  *     are kept (at most PENDING_MAX) and delivered when a hook is set.
  *
- * Locking: `lock` guards every field of the core but `refcount`, `next` and `registered`
- * (guarded by the registry mutex) and `timer` / `interval` (guarded by `timer_lock`). Lock
- * order: registry -> core lock. timer_lock is never held together with the core lock. No user
- * callback (file-name function, progress, error hook) runs while a lock is held.
+ * The registry (tested in Tests/C/test_disk_cache_registry.c). Its mutex covers only its
+ * bookkeeping, never SQLite or the file system: opening or closing a cache's storage can take
+ * seconds (a manifest locked by another process waits out the busy timeout), and must not hold
+ * up the opens and closes of other paths. Each core is in one of these states:
+ *
+ *   OPENING  in the list: a placeholder; its opener opens the storage with no lock held.
+ *   READY    in the list: shared; an open of its path takes one more reference.
+ *   CLOSING  in the list: yyc_diskcache_close or the last release closes its storage with no
+ *            lock held; an open of its path waits, so no new core opens the folder while the
+ *            old connection is half closed.
+ *   CLOSED   out of the list: references may remain (explicit close); every call returns
+ *            YYC_ECLOSED.
+ *   FAILED   out of the list: its open failed; kept only until the waiters read the error.
+ *
+ * OPENING -> READY | FAILED, READY -> CLOSING -> CLOSED; each change is made under the registry
+ * mutex and broadcast on registry.changed. An open that finds its path OPENING or CLOSING waits
+ * there (counted in `waiters`, which keeps the core's memory alive) and then looks again: a
+ * READY core is shared; a FAILED open is not retried: the waiters that joined it return its
+ * error (code and yyc_last_error details), as its opener does - a retry would only wait out the
+ * same busy timeout again, once per waiter. An open that starts after the failure was published
+ * finds no entry and tries afresh. Opens and closes of other paths never wait. On the library's
+ * worker thread (an error hook run by the auto-trim) an open that would wait returns YYC_EBUSY
+ * instead: the opener or closer it would wait for may itself be waiting for that thread.
+ * A core is freed by whoever leaves it CLOSED or FAILED with no reference and no waiter.
+ *
+ * Locking: `lock` guards every field of the core but the registry fields (`state`, `refcount`,
+ * `waiters`, `open_rc`, `open_error`, `next`, guarded by registry.lock) and `timer` /
+ * `interval` (guarded by `timer_lock`). While OPENING the core belongs to its opener, which
+ * fills it without its lock. Lock order: registry -> core lock. timer_lock is never held
+ * together with the core lock. No user callback (file-name function, progress, error hook)
+ * runs while a lock is held, and none runs while this thread keeps a core OPENING or CLOSING
+ * (the close delivers its events after the core is CLOSED), so a callback may open the path.
  */
 #include "internal.h"
 
@@ -64,16 +92,33 @@ struct yyc_diskcache {
     double interval;
 
     /* Registry (registry.lock). */
+    int state; /* a reg_state */
     long refcount;
-    bool registered;
-    struct yyc_diskcache *next;
+    long waiters; /* opens waiting for this core to leave OPENING or CLOSING */
+    int open_rc;  /* FAILED: the open's status and details, for its waiters */
+    yyc_error open_error;
+    struct yyc_diskcache *next; /* in registry.head while OPENING, READY or CLOSING */
 };
 
-/* Every open core, by canonical path. */
+enum reg_state { OPENING, READY, CLOSING, CLOSED, FAILED };
+
+/* Every core that is being opened, is open or is being closed, by canonical path (at most one
+ * per path). */
 static struct {
     pthread_mutex_t lock;
+    pthread_cond_t changed; /* broadcast when a core leaves OPENING or CLOSING */
     yyc_diskcache *head;
-} registry = {.lock = PTHREAD_MUTEX_INITIALIZER};
+#ifdef YYC_TESTING
+    void (*test_hook)(void *ctx, const char *path, bool closing);
+    void *test_hook_ctx;
+#endif
+} registry = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+
+#ifdef YYC_TESTING
+void yyc__diskcache_set_test_hook(void (*fn)(void *ctx, const char *path, bool closing), void *ctx);
+long yyc__diskcache_registry_waiters(const char *canonical_path);
+int yyc__diskcache_registry_size(void);
+#endif
 
 /* --- private prototypes --- */
 
@@ -132,16 +177,23 @@ static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *w
     return code;
 }
 
-/* Releases the core's lock, then hands the queued events to the hook. Without a hook only the
- * corruption events stay queued (for a hook set later); the others are dropped. */
-static void unlock_and_deliver(yyc_diskcache *dc) {
+/* Events taken from the queue under the core's lock, to deliver after unlocking. */
+typedef struct event_batch {
+    yyc_error_hook hook;
+    void *ctx;
+    int n;
     yyc_error events[PENDING_MAX];
-    int n = 0;
-    yyc_error_hook hook = dc->hook;
-    void *ctx = dc->hook_ctx;
-    if (hook) {
-        n = dc->npending;
-        memcpy(events, dc->pending, (size_t)n * sizeof *events);
+} event_batch;
+
+/* Caller holds the lock. Takes the queued events for the hook. Without a hook only the
+ * corruption events stay queued (for a hook set later); the others are dropped. */
+static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
+    b->hook = dc->hook;
+    b->ctx = dc->hook_ctx;
+    b->n = 0;
+    if (b->hook) {
+        b->n = dc->npending;
+        memcpy(b->events, dc->pending, (size_t)b->n * sizeof *b->events);
         dc->npending = 0;
     } else {
         int kept = 0;
@@ -149,8 +201,19 @@ static void unlock_and_deliver(yyc_diskcache *dc) {
             if (dc->pending[i].code == YYC_ECORRUPT) dc->pending[kept++] = dc->pending[i];
         dc->npending = kept;
     }
+}
+
+/* Runs the hook on the taken events (no lock held; touches nothing of the core). */
+static void deliver(const event_batch *b) {
+    for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);
+}
+
+/* Releases the core's lock, then hands the queued events to the hook. */
+static void unlock_and_deliver(yyc_diskcache *dc) {
+    event_batch b;
+    take_events_locked(dc, &b);
     unlock(&dc->lock);
-    for (int i = 0; i < n; i++) hook(ctx, &events[i]);
+    deliver(&b);
 }
 
 /* Takes the lock; if the core is closed, records YYC_ECLOSED, unlocks and returns it. */
@@ -182,6 +245,46 @@ static void free_core(yyc_diskcache *dc) {
     free(dc);
 }
 
+/* Caller holds registry.lock. The core in the list for canonical path, or NULL. */
+static yyc_diskcache *find_locked(const char *canon) {
+    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next)
+        if (strcmp(dc->path, canon) == 0) return dc;
+    return NULL;
+}
+
+/* Caller holds registry.lock. Takes dc out of the list. */
+static void unlink_locked(yyc_diskcache *dc) {
+    for (yyc_diskcache **p = &registry.head; *p; p = &(*p)->next) {
+        if (*p == dc) {
+            *p = dc->next;
+            break;
+        }
+    }
+    dc->next = NULL;
+}
+
+/* Caller holds registry.lock. Whether nothing can reach dc any more: the caller frees it (after
+ * unlocking). True for one caller only: nothing changes dc once it holds. */
+static bool unreachable_locked(const yyc_diskcache *dc) {
+    return (dc->state == CLOSED || dc->state == FAILED) && dc->refcount == 0 && dc->waiters == 0;
+}
+
+/* Opens the storage and the auto-trim timer of a new core (OPENING, owned by the caller; no
+ * lock held). */
+static int open_storage(yyc_diskcache *dc) {
+    /* The core is not shared yet: the hook may queue events without the lock. */
+    int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
+    if (rc == YYC_OK) {
+        rc = yyc__timer_new(auto_trim, dc, dc->interval, &dc->timer);
+        if (rc != YYC_OK) {
+            yyc_kv_close(dc->kv);
+            dc->kv = NULL;
+            yyc__error(rc, 0, ENOMEM, "create auto-trim timer");
+        }
+    }
+    return rc;
+}
+
 int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache **out) {
     if (YYC__MISUSE(out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "out is NULL");
     *out = NULL;
@@ -201,21 +304,52 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
         return yyc__error(code, 0, e, "resolve cache path: %s", strerror(e));
     }
 
+    /* Look up the path; wait while another thread opens or closes it. */
     lock(&registry.lock);
-    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next) {
-        if (strcmp(dc->path, canon) != 0) continue;
-        lock(&dc->lock);
-        bool closed = dc->closed;
-        unlock(&dc->lock);
-        if (closed) continue; /* being closed: its storage is gone; make a new core */
-        dc->refcount++;
-        unlock(&registry.lock);
-        free(canon);
-        *out = dc;
-        return YYC_OK;
+    yyc_diskcache *dc;
+    while ((dc = find_locked(canon)) != NULL) {
+        if (dc->state == READY) {
+            dc->refcount++;
+            unlock(&registry.lock);
+            free(canon);
+            *out = dc;
+            return YYC_OK;
+        }
+        if (yyc__worker_is_current()) {
+            unlock(&registry.lock);
+            free(canon);
+            return yyc__error(YYC_EBUSY, 0, 0,
+                              "cache folder is being opened or closed by another thread");
+        }
+        int seen = dc->state; /* OPENING or CLOSING */
+        dc->waiters++;
+        do {
+            int rc = pthread_cond_wait(&registry.changed, &registry.lock);
+            assert(rc == 0);
+            (void)rc;
+        } while (dc->state == seen);
+        dc->waiters--;
+        if (dc->state == READY) continue; /* opened: shared just above */
+        bool gone = unreachable_locked(dc);
+        if (dc->state == FAILED) { /* the open we waited for failed: so does ours */
+            int rc = dc->open_rc;
+            yyc_error e = dc->open_error;
+            unlock(&registry.lock);
+            if (gone) free_core(dc);
+            free(canon);
+            return yyc__error(rc, e.sqlite_code, e.sys_errno, "%s", e.message);
+        }
+        /* CLOSING or CLOSED (closed right after its open, or the close we waited for): look
+         * again. */
+        if (gone) {
+            unlock(&registry.lock);
+            free_core(dc);
+            lock(&registry.lock);
+        }
     }
-    int rc = YYC_OK;
-    yyc_diskcache *dc = calloc(1, sizeof *dc);
+
+    /* None: register a placeholder, open the storage without the registry lock, publish. */
+    dc = calloc(1, sizeof *dc);
     if (!dc) {
         unlock(&registry.lock);
         free(canon);
@@ -231,25 +365,39 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     dc->age_limit = DBL_MAX;
     dc->free_space_limit = 0;
     dc->interval = DEFAULT_AUTO_TRIM_INTERVAL;
-    /* The core is not shared yet: the hook may queue events without the lock. */
-    rc = yyc__kv_open_ex(canon, dc->type, kv_hook, dc, &dc->kv);
-    if (rc == YYC_OK) {
-        rc = yyc__timer_new(auto_trim, dc, dc->interval, &dc->timer);
-        if (rc != YYC_OK) {
-            yyc_kv_close(dc->kv);
-            yyc__error(rc, 0, ENOMEM, "create auto-trim timer");
-        }
-    }
-    if (rc != YYC_OK) {
-        unlock(&registry.lock);
-        free_core(dc);
-        return rc;
-    }
-    dc->refcount = 1;
-    dc->registered = true;
+    dc->state = OPENING;
+    dc->refcount = 1; /* the opener's */
     dc->next = registry.head;
     registry.head = dc;
+#ifdef YYC_TESTING
+    void (*hook)(void *, const char *, bool) = registry.test_hook;
+    void *hook_ctx = registry.test_hook_ctx;
+#endif
     unlock(&registry.lock);
+
+#ifdef YYC_TESTING
+    if (hook) hook(hook_ctx, canon, false);
+#endif
+    int rc = open_storage(dc);
+
+    bool gone = false;
+    lock(&registry.lock);
+    if (rc == YYC_OK) {
+        dc->state = READY;
+    } else {
+        unlink_locked(dc);
+        dc->state = FAILED;
+        dc->refcount = 0;
+        dc->open_rc = rc;
+        yyc_last_error(&dc->open_error);
+        gone = unreachable_locked(dc);
+    }
+    pthread_cond_broadcast(&registry.changed);
+    unlock(&registry.lock);
+    if (rc != YYC_OK) {
+        if (gone) free_core(dc);
+        return rc;
+    }
     *out = dc;
     return YYC_OK;
 }
@@ -262,39 +410,54 @@ yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc) {
     return dc;
 }
 
-/* Caller holds registry.lock. */
-static void unregister(yyc_diskcache *dc) {
-    if (!dc->registered) return;
-    for (yyc_diskcache **p = &registry.head; *p; p = &(*p)->next) {
-        if (*p == dc) {
-            *p = dc->next;
-            break;
-        }
-    }
-    dc->registered = false;
-    dc->next = NULL;
-}
-
-void yyc_diskcache_close(yyc_diskcache *dc) {
-    if (!dc) return;
+/* Closes the core: marks it closed, stops the auto-trim, closes the storage (no lock held while
+ * it does), then takes it out of the registry (CLOSED) and wakes the opens waiting for that.
+ * The caller moved it from READY to CLOSING (or found it past READY) under the registry lock.
+ * The first close does the work; a later one (or one racing it) returns at once. */
+static void close_core(yyc_diskcache *dc) {
+    event_batch b;
     lock(&dc->lock);
     yyc_kv *kv = dc->kv;
     bool was_closed = dc->closed;
     dc->closed = true;
     dc->kv = NULL;
-    unlock_and_deliver(dc);
-    if (was_closed) return;
-    /* Outside the core's lock: a trim firing on the worker may be waiting for it, and closing
-     * the storage waits for the storage's jobs on that same worker. */
-    lock(&dc->timer_lock);
-    yyc__timer *t = dc->timer;
-    dc->timer = NULL;
-    unlock(&dc->timer_lock);
-    yyc__timer_free(t);
-    yyc_kv_close(kv);
+    take_events_locked(dc, &b);
+    unlock(&dc->lock);
+    bool gone = false;
+    if (!was_closed) {
+#ifdef YYC_TESTING
+        lock(&registry.lock);
+        void (*hook)(void *, const char *, bool) = registry.test_hook;
+        void *hook_ctx = registry.test_hook_ctx;
+        unlock(&registry.lock);
+        if (hook) hook(hook_ctx, dc->path, true);
+#endif
+        /* Outside the core's lock: a trim firing on the worker may be waiting for it, and
+         * closing the storage waits for the storage's jobs on that same worker. */
+        lock(&dc->timer_lock);
+        yyc__timer *t = dc->timer;
+        dc->timer = NULL;
+        unlock(&dc->timer_lock);
+        yyc__timer_free(t);
+        yyc_kv_close(kv);
+        lock(&registry.lock);
+        unlink_locked(dc);
+        dc->state = CLOSED;
+        gone = unreachable_locked(dc);
+        pthread_cond_broadcast(&registry.changed);
+        unlock(&registry.lock);
+    }
+    /* After CLOSED: a hook may open this path again without waiting for this thread. */
+    deliver(&b);
+    if (gone) free_core(dc);
+}
+
+void yyc_diskcache_close(yyc_diskcache *dc) {
+    if (!dc) return;
     lock(&registry.lock);
-    unregister(dc);
+    if (dc->state == READY) dc->state = CLOSING; /* new opens of the path wait for CLOSED */
     unlock(&registry.lock);
+    close_core(dc);
 }
 
 void yyc_diskcache_release(yyc_diskcache *dc) {
@@ -302,11 +465,14 @@ void yyc_diskcache_release(yyc_diskcache *dc) {
     lock(&registry.lock);
     long left = --dc->refcount;
     assert(left >= 0);
-    if (left == 0) unregister(dc);
+    bool teardown = left == 0 && dc->state == READY;
+    if (teardown) dc->state = CLOSING; /* in the same critical section: no open can share it */
+    bool gone = !teardown && unreachable_locked(dc);
     unlock(&registry.lock);
-    if (left > 0) return;
-    yyc_diskcache_close(dc);
-    free_core(dc);
+    if (teardown)
+        close_core(dc); /* frees it unless an open is still waiting on it */
+    else if (gone)
+        free_core(dc); /* closed earlier; this was the last reference */
 }
 
 const char *yyc_diskcache_path(yyc_diskcache *dc) { return dc ? dc->path : NULL; }
@@ -683,3 +849,37 @@ char *yyc_diskcache_copy_name(yyc_diskcache *dc) {
     unlock(&dc->lock);
     return copy;
 }
+
+/* --- test hooks --- */
+
+#ifdef YYC_TESTING
+/* Sets a function called with no lock held, with the core's canonical path, by every open that
+ * creates a core (closing false: after registering it OPENING, before opening the storage) and
+ * by every close that closes one (closing true: CLOSING, before closing the storage): a test
+ * may block it there. NULL removes it. */
+void yyc__diskcache_set_test_hook(void (*fn)(void *ctx, const char *path, bool closing),
+                                  void *ctx) {
+    lock(&registry.lock);
+    registry.test_hook = fn;
+    registry.test_hook_ctx = ctx;
+    unlock(&registry.lock);
+}
+
+/* How many opens wait for the core registered for canonical_path; -1 when there is none. */
+long yyc__diskcache_registry_waiters(const char *canonical_path) {
+    lock(&registry.lock);
+    yyc_diskcache *dc = find_locked(canonical_path);
+    long n = dc ? dc->waiters : -1;
+    unlock(&registry.lock);
+    return n;
+}
+
+/* How many cores the registry lists (OPENING, READY or CLOSING). */
+int yyc__diskcache_registry_size(void) {
+    lock(&registry.lock);
+    int n = 0;
+    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next) n++;
+    unlock(&registry.lock);
+    return n;
+}
+#endif

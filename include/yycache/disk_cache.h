@@ -19,6 +19,9 @@
  *
  * Thread safety: every function is thread-safe (one mutex per core). No user callback runs while
  * the mutex is held. Blocking: every call except the limit getters/setters may touch the disk.
+ * Opening or closing one path's storage (which may wait up to the busy timeout on a manifest
+ * locked by another process) holds up only the opens of that same path, never the opens, closes
+ * or calls of other paths.
  * Errors: calls returning an error record details for yyc_last_error(). After
  * yyc_diskcache_close every call returns YYC_ECLOSED (contains returns false).
  */
@@ -35,7 +38,13 @@ typedef struct yyc_diskcache yyc_diskcache;
 
 /* Opens the disk cache at path (created if needed), or returns the core already open for the
  * same canonical path (its threshold wins; the one given here is then ignored).
- * Returns: YYC_OK, and the errors of yyc_kv_open.
+ * Concurrent opens of one path: one opens the storage, the others wait for it and then share
+ * the core - or, if that open failed, return the same error (the next open tries afresh). An
+ * open of a path that is being closed (yyc_diskcache_close or the last release) waits until the
+ * close is done, then opens a new core.
+ * Returns: YYC_OK, and the errors of yyc_kv_open. Called on the library's background thread (an
+ * error hook run by the auto-trim), an open that would wait for another thread's open or close
+ * of the same path returns YYC_EBUSY instead (waiting there could deadlock).
  * Ownership: path is copied; *out holds one reference, dropped with yyc_diskcache_release. */
 YYC_API int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache **out);
 
