@@ -13,6 +13,11 @@ import CYYCache
 ///   (`Data`, `String`, structs holding references) are copied out under the lock by a copy
 ///   callback (which retains the references they hold) and destroyed off the lock.
 /// - **boxed**: larger values live in a ``MemoryCacheBox`` owned like an object.
+///
+/// Inline values are moved in and out of the C entry with `memcpy`: this relies on Swift values
+/// being bitwise movable, which every Swift type on Linux is (native `weak` references included,
+/// tested); only imported C++ types with a non-trivial move constructor are not, and they must
+/// not be cached by value (wrap them in a class).
 @usableFromInline
 enum MemoryCacheStorage<Value> {
     /// `YYC_MEMCACHE_INLINE_MAX`: the largest value stored inline, in bytes. A computed

@@ -31,6 +31,14 @@ private struct Point: Equatable {
 
 private struct Empty: Equatable {}
 
+private final class WeakTarget: Sendable {}
+
+/// An inline value holding a weak reference: stored and moved by the C core with memcpy, which
+/// Swift's native weak references (a side-table pointer) allow on Linux.
+private struct WeakHolder {
+    weak var target: WeakTarget?
+}
+
 /// The lifetime scenario shared by every storage kind: each value's class reference must be
 /// released exactly once after replacement, count eviction, removal, trims, removeAll and the
 /// cache's deinit, with both release policies.
@@ -272,5 +280,21 @@ private func checkLifetimes<V>(
         }
         // A finished thread may still hold its closure (and so the caches) for a moment.
         #expect(eventually { tracker.liveCount == 0 })
+    }
+
+    @Test func inlineValuesHoldingWeakReferencesKeepThemThroughCopiesAndEviction() {
+        let cache = MemoryCache<Int, WeakHolder>()
+        #expect(MemoryCacheStorage<WeakHolder>.storesInline)
+        var target: WeakTarget? = WeakTarget()
+        let id = ObjectIdentifier(target!)
+        for i in 0..<64 { cache.setValue(WeakHolder(target: target), forKey: i) }
+        cache.setValue(WeakHolder(target: target), forKey: 0)  // replaced: the old copy is destroyed
+        cache.trim(toCount: 32)  // evicted copies are destroyed
+        #expect(cache.value(forKey: 63)?.target.map(ObjectIdentifier.init) == id)
+        target = nil  // the last strong reference: every stored weak reference reads nil now
+        #expect(cache.value(forKey: 63).map { $0.target == nil } == true)
+        #expect(cache.value(forKey: 0).map { $0.target == nil } == true)
+        cache.removeAllValues()
+        #expect(cache.totalCount == 0)
     }
 }
