@@ -29,10 +29,12 @@
  *     for a damaged manifest;
  *   - several processes may share a folder: an flock on the folder is held around every
  *     row+file change (data/ moves to the trash only under it), data/ is revalidated before
- *     file I/O (once per hold of the lock), a temporary file written through a data/ that
- *     another process's remove-all replaced is moved into the new data/ under the lock, or
- *     written again there when the trash took it, the WAL switch at open is retried while busy, and
- *     a value that looks damaged is re-read under the lock before it is dropped;
+ *     file I/O (once per hold of the lock; a read outside the lock opens its file through the
+ *     current data/ in one openat2 where Linux has it, else checks data/ first), a temporary
+ *     file written through a data/ that another process's remove-all replaced is moved into the
+ *     new data/ under the lock, or written again there when the trash took it, the WAL switch
+ *     at open is retried while busy, and a value that looks damaged is re-read under the lock
+ *     before it is dropped;
  *   - the access time is not rewritten when it already holds the current second;
  *   - a save learns the file name of the row it replaces from SQLite's preupdate hook during its
  *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first.
@@ -981,9 +983,18 @@ static int open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *
     *drop_file = false;
     if (!filename) return YYC_NOTFOUND;
     uint64_t fsize;
-    int dfd = data_dir(kv);
-    if (dfd < 0) return YYC_NOTFOUND;
-    int err = yyc__fs_open_read(dfd, filename, fd, &fsize);
+    /* Outside the folder lock, data/ may have been replaced since data_fd was checked (another
+     * process's remove-all): the file is opened through the current data/, resolved in the same
+     * system call where the system can (no fstatat of data/ first). A miss there is retried
+     * under the lock, where data_dir also repairs data/. */
+    int err = kv->lock_depth == 0
+                  ? yyc__fs_open_read_in(kv->root_fd, DATA_DIR, filename, fd, &fsize)
+                  : ENOSYS;
+    if (err == ENOSYS) {
+        int dfd = data_dir(kv);
+        if (dfd < 0) return YYC_NOTFOUND;
+        err = yyc__fs_open_read(dfd, filename, fd, &fsize);
+    }
     if (err == ENOENT) return YYC_NOTFOUND;
     if (err) return errno_fail(kv, err, "open data file");
     if (size < 0 || fsize != (uint64_t)size || fsize > SIZE_MAX) {

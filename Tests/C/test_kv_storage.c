@@ -1901,6 +1901,61 @@ static void kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back(
     free(dir);
 }
 
+/* A read outside the folder lock after another storage replaced data/ (its remove-all: data/
+ * went to the trash with the old files still in it, and the same keys were saved again with
+ * values of the same size) reads the new values - for a row with a checksum and for a row
+ * without one (YYKVStorage's), through openat2 and through the fallback that checks data/. */
+static void kv_reads_after_another_remove_all_never_return_the_trashed_files(bool openat2) {
+    char *dir = test_temp_dir("kv-staleread");
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(a); /* the opens' trash emptying is over: trash/PENDING stays */
+    yyc__worker_drain(b);
+    save_str(a, "k", "old value A", "f"); /* a holds its data/ descriptor */
+    save_str(a, "legacy", "old legacy", "g");
+    move_data_to_a_trash_folder(dir); /* data/ -> trash/PENDING, a new empty data/ */
+    save_str(b, "k", "new value B", "f");
+    save_str(b, "legacy", "new legacy", "g");
+    tk_exec(dir, "update manifest set value_crc32c = null where key = 'legacy'");
+    assert_true(tk_exists(dir, "trash/PENDING/f"));
+    assert_true(tk_exists(dir, "trash/PENDING/g"));
+    bool was = yyc__fs_set_openat2(openat2);
+    for (int round = 0; round < 2; round++) {
+        /* (The row without a checksum first: a damaged-looking read of the other one is retried
+         * under the lock, which refreshes the data/ descriptor.) */
+        check_value(a, "legacy", "new legacy");
+        yyc_kv_item *item = NULL;
+        assert_int_equal(yyc_kv_get_item(a, "legacy", &item), YYC_OK);
+        assert_int_equal(item->value_len, 10);
+        assert_memory_equal(item->value, "new legacy", 10);
+        yyc_kv_item_free(item);
+        check_value(a, "k", "new value B");
+        assert_int_equal(yyc_kv_get_item(a, "k", &item), YYC_OK);
+        assert_int_equal(item->value_len, 11);
+        assert_memory_equal(item->value, "new value B", 11);
+        yyc_kv_item_free(item);
+    }
+    yyc__fs_set_openat2(was);
+    assert_true(tk_exists(dir, "trash/PENDING/f")); /* nothing was deleted */
+    assert_true(tk_exists(dir, "data/f"));
+    assert_true(tk_exists(dir, "data/g"));
+    assert_int_equal(kv_count(a), 2);
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2(void **state) {
+    (void)state;
+    kv_reads_after_another_remove_all_never_return_the_trashed_files(true);
+}
+
+static void kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2(void **state) {
+    (void)state;
+    kv_reads_after_another_remove_all_never_return_the_trashed_files(false);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1930,6 +1985,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
         cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
         cmocka_unit_test(kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back),
+        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2),
+        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
