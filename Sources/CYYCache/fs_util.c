@@ -7,12 +7,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifdef __linux__
+#include <sys/syscall.h>
+#if defined(SYS_openat2)
+#include <linux/openat2.h> /* struct open_how, RESOLVE_* */
+#endif
+#endif
 
 #include <bsd/stdlib.h> /* arc4random_buf */
 
@@ -112,12 +121,8 @@ int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t le
     return err;
 }
 
-int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size) {
-    *out_fd = -1;
-    *out_size = 0;
-    /* O_NONBLOCK: a FIFO planted under a value's name must not block the reader. */
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return (errno == ELOOP || errno == ENOTDIR || errno == ENXIO) ? ENOENT : errno;
+/* Finishes an open for reading: a regular file (else ENOENT) and its size. Closes fd on failure. */
+static int opened_for_read(int fd, int *out_fd, uint64_t *out_size) {
     struct stat st;
     if (fstat(fd, &st) != 0) {
         int err = errno;
@@ -131,6 +136,68 @@ int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_si
     *out_fd = fd;
     *out_size = (uint64_t)st.st_size;
     return 0;
+}
+
+/* O_NONBLOCK: a FIFO planted under a value's name must not block the reader. */
+#define READ_FLAGS (O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+
+int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size) {
+    *out_fd = -1;
+    *out_size = 0;
+    int fd = openat(dirfd, name, READ_FLAGS);
+    if (fd < 0) return (errno == ELOOP || errno == ENOTDIR || errno == ENXIO) ? ENOENT : errno;
+    return opened_for_read(fd, out_fd, out_size);
+}
+
+#if defined(__linux__) && defined(SYS_openat2)
+/* openat2 is missing (ENOSYS: kernel before 5.6), refused (EPERM: a seccomp filter that
+ * predates it) or does not take our arguments (EINVAL, E2BIG): every later call falls back at
+ * once. */
+static atomic_bool openat2_unusable;
+#endif
+
+bool yyc__fs_set_openat2(bool on) {
+#if defined(__linux__) && defined(SYS_openat2)
+    atomic_store_explicit(&openat2_unusable, !on, memory_order_relaxed);
+    return on;
+#else
+    (void)on;
+    return false;
+#endif
+}
+
+int yyc__fs_open_read_in(int rootfd, const char *dir, const char *name, int *out_fd,
+                         uint64_t *out_size) {
+    *out_fd = -1;
+    *out_size = 0;
+#if defined(__linux__) && defined(SYS_openat2)
+    if (atomic_load_explicit(&openat2_unusable, memory_order_relaxed)) return ENOSYS;
+    char path[PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= sizeof path) return ENAMETOOLONG;
+    struct open_how how = {
+        .flags = READ_FLAGS,
+        .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH,
+    };
+    int fd = (int)syscall(SYS_openat2, rootfd, path, &how, sizeof how);
+    if (fd < 0) {
+        int err = errno;
+        if (err == ENOSYS || err == EPERM || err == EINVAL || err == E2BIG) {
+            atomic_store_explicit(&openat2_unusable, true, memory_order_relaxed);
+            return ENOSYS;
+        }
+        /* A link (the folder's or the file's), a non-folder in place of the folder, a socket,
+         * or a path that would leave rootfd: no value. */
+        if (err == ELOOP || err == ENOTDIR || err == ENXIO || err == EXDEV) return ENOENT;
+        return err;
+    }
+    return opened_for_read(fd, out_fd, out_size);
+#else
+    (void)rootfd;
+    (void)dir;
+    (void)name;
+    return ENOSYS;
+#endif
 }
 
 int yyc__fs_read_full(int fd, void *buf, size_t len) {

@@ -12,6 +12,7 @@
 #ifndef YYCACHE_FS_UTIL_H
 #define YYCACHE_FS_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -37,6 +38,18 @@ int yyc__fs_write_temp(int dirfd, const void *buf, size_t len, char tmp_name[64]
 /* Opens dirfd/name for reading without following a link. A missing file, a link or anything
  * but a regular file gives ENOENT. *out_size is the file's size. */
 int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size);
+
+/* yyc__fs_open_read of rootfd/dir/name resolved in one system call (Linux openat2): neither dir
+ * nor name may be a link or leave rootfd, so the file is the one in the folder named dir at this
+ * instant, however long a descriptor of that folder has been kept. Anything else in place of
+ * either (missing, a link, a non-folder, not a regular file) gives ENOENT. ENOSYS when the
+ * system cannot do it (no openat2, or a filter refuses it): use yyc__fs_open_read. */
+int yyc__fs_open_read_in(int rootfd, const char *dir, const char *name, int *out_fd,
+                         uint64_t *out_size);
+
+/* Testing: whether yyc__fs_open_read_in may try openat2 (on: until it finds it missing) or
+ * always gives ENOSYS (off). Process-wide. Returns whether it may try now. */
+bool yyc__fs_set_openat2(bool on);
 
 /* Reads exactly len bytes from fd (EINTR handled); a file shorter than len gives EIO. */
 int yyc__fs_read_full(int fd, void *buf, size_t len);

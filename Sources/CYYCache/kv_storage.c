@@ -29,13 +29,16 @@
  *     for a damaged manifest;
  *   - several processes may share a folder: an flock on the folder is held around every
  *     row+file change (data/ moves to the trash only under it), data/ is revalidated before
- *     file I/O (once per hold of the lock), a temporary file written through a data/ that
- *     another process's remove-all replaced is moved into the new data/ under the lock, or
- *     written again there when the trash took it, the WAL switch at open is retried while busy, and
- *     a value that looks damaged is re-read under the lock before it is dropped;
+ *     file I/O (once per hold of the lock; a read outside the lock opens its file through the
+ *     current data/ in one openat2 where Linux has it, else checks data/ first), a temporary
+ *     file written through a data/ that another process's remove-all replaced is moved into the
+ *     new data/ under the lock, or written again there when the trash took it, the WAL switch
+ *     at open is retried while busy, and a value that looks damaged is re-read under the lock
+ *     before it is dropped;
  *   - the access time is not rewritten when it already holds the current second;
  *   - a save learns the file name of the row it replaces from SQLite's preupdate hook during its
- *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first.
+ *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first;
+ *     so does the remove of one key (yyc_kv_remove, LRU trims) during its delete.
  */
 /* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
  * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
@@ -981,9 +984,18 @@ static int open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *
     *drop_file = false;
     if (!filename) return YYC_NOTFOUND;
     uint64_t fsize;
-    int dfd = data_dir(kv);
-    if (dfd < 0) return YYC_NOTFOUND;
-    int err = yyc__fs_open_read(dfd, filename, fd, &fsize);
+    /* Outside the folder lock, data/ may have been replaced since data_fd was checked (another
+     * process's remove-all): the file is opened through the current data/, resolved in the same
+     * system call where the system can (no fstatat of data/ first). A miss there is retried
+     * under the lock, where data_dir also repairs data/. */
+    int err = kv->lock_depth == 0
+                  ? yyc__fs_open_read_in(kv->root_fd, DATA_DIR, filename, fd, &fsize)
+                  : ENOSYS;
+    if (err == ENOSYS) {
+        int dfd = data_dir(kv);
+        if (dfd < 0) return YYC_NOTFOUND;
+        err = yyc__fs_open_read(dfd, filename, fd, &fsize);
+    }
     if (err == ENOENT) return YYC_NOTFOUND;
     if (err) return errno_fail(kv, err, "open data file");
     if (size < 0 || fsize != (uint64_t)size || fsize > SIZE_MAX) {
@@ -1108,10 +1120,11 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
-/* SQLite's preupdate hook while an upsert steps: INSERT OR REPLACE deletes the key's previous
- * row (if any) before inserting the new one, and this records that row's file name, so the save
- * knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls nothing
- * but sqlite3_preupdate_old and sqlite3_value_*. */
+/* SQLite's preupdate hook while an upsert or a delete of one key steps: INSERT OR REPLACE
+ * deletes the key's previous row (if any) before inserting the new one, a remove deletes it, and
+ * this records that row's file name, so the save or the remove knows which file it leaves behind
+ * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
+ * sqlite3_value_*. */
 static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
     yyc_kv *kv = ctx;
@@ -1135,6 +1148,20 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
     if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
     if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
         memcpy(kv->old_filename, name, strlen(name) + 1);
+}
+
+/* step_done of a statement that replaces or deletes key's row, with old_row_hook installed
+ * while it steps: kv->old_filename gets the file name of the row it deleted ("" when none) and
+ * kv->old_row_failed tells whether that row could not be read. */
+static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what) {
+    kv->hook_key = key;
+    kv->old_row_failed = false;
+    kv->old_filename[0] = '\0';
+    sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
+    int rc = step_done(kv, s, what);
+    sqlite3_preupdate_hook(kv->db, NULL, NULL);
+    kv->hook_key = NULL;
+    return rc;
 }
 
 /* Replaces key's row (INSERT OR REPLACE). With the old-row hook in use, kv->old_filename gets
@@ -1167,14 +1194,7 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
         return sqlite_fail(kv, b, "bind row");
     }
     if (!kv->use_old_row_hook) return step_done(kv, s, "save row");
-    kv->hook_key = key;
-    kv->old_row_failed = false;
-    kv->old_filename[0] = '\0';
-    sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
-    rc = step_done(kv, s, "save row");
-    sqlite3_preupdate_hook(kv->db, NULL, NULL);
-    kv->hook_key = NULL;
-    return rc;
+    return step_learning_old_row(kv, s, key, "save row");
 }
 
 /* Puts a file value in place as data/<name>, under the folder lock: renames the temporary file
@@ -1314,8 +1334,27 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
 /* --- remove --- */
 
 /* Removes key's row and then its file, reading the file name under the folder lock (the caller
- * holds it), so a value another process turned into a file meanwhile leaves no stray file. */
+ * holds it), so a value another process turned into a file meanwhile leaves no stray file. The
+ * name comes from the delete itself (old_row_hook) or, without the hook, from a lookup first.
+ * Under the lock no other process renames a file into place, so capturing the file after the
+ * row delete (hook) finds the same file as capturing it before (lookup). */
 static int remove_key_locked(yyc_kv *kv, const char *key) {
+    if (kv->use_old_row_hook) {
+        sqlite3_stmt *s;
+        int rc = prepare(kv, SQL_DELETE, &s);
+        if (rc != YYC_OK) return rc;
+        bind_key(s, 1, key);
+        rc = step_learning_old_row(kv, s, key, "delete row");
+        if (rc != YYC_OK) return rc; /* (the row is still there: so is its file) */
+        if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
+            report(kv, false, YYC_ENOMEM, 0, 0, "file of a removed key not known");
+        if (kv->old_filename[0]) {
+            file_ref f;
+            file_ref_capture(kv, kv->old_filename, &f);
+            file_ref_delete(kv, &f);
+        }
+        return YYC_OK;
+    }
     char *name = NULL;
     int rc = lookup_filename(kv, key, &name);
     if (rc == YYC_OK) {

@@ -365,6 +365,66 @@ static void kv_saves_delete_the_files_they_leave_behind_with_a_lookup(void **sta
     check_old_files_are_deleted(false);
 }
 
+/* A remove of one key (yyc_kv_remove, and the LRU trims, which remove one key at a time) learns
+ * the key's file from SQLite's preupdate hook during its delete, or from a lookup first: both
+ * delete the row and exactly the key's file, and only after the row is gone. */
+static void check_removes_delete_their_files(bool hook) {
+    char *dir = test_temp_dir(hook ? "kv-rmhook" : "kv-rmlookup");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    bool in_use = yyc__kv_set_old_row_hook(kv, hook);
+    if (!hook) assert_false(in_use);
+    else if (sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK")) assert_true(in_use);
+    save_str(kv, "other", "another key's file", "f-other");
+    save_str(kv, "k1", "in f1", "f1");
+    save_str(kv, "k2", "inline", NULL);
+    save_str(kv, "k3", "in f3", "f3");
+    assert_int_equal(yyc_kv_remove(kv, "k1"), YYC_OK);
+    assert_false(tk_exists(dir, "data/f1"));
+    assert_int_equal(yyc_kv_exists(kv, "k1"), YYC_NOTFOUND);
+    assert_int_equal(yyc_kv_remove(kv, "k2"), YYC_OK); /* inline: no file */
+    assert_int_equal(yyc_kv_remove(kv, "absent"), YYC_OK);
+    assert_int_equal(tk_count_entries(dir, "data"), 2); /* f-other, f3 */
+    /* A row naming something that is not one file name: the row goes, nothing else. */
+    tk_exec(dir, "update manifest set filename = '../manifest.sqlite' where key = 'k3'");
+    assert_int_equal(yyc_kv_remove(kv, "k3"), YYC_OK);
+    assert_true(tk_exists(dir, "manifest.sqlite"));
+    assert_true(tk_exists(dir, "data/f3")); /* (unreferenced now: the orphan sweep's) */
+    unlink(tk_join((char[4096]){0}, 4096, dir, "data/f3"));
+    /* A trim removes the least recently used keys and their files. */
+    save_str(kv, "t1", "trimmed first", "ft1");
+    save_str(kv, "t2", "trimmed second", "ft2");
+    save_str(kv, "t3", "kept", "ft3");
+    tk_exec(dir, "update manifest set last_access_time = 1 where key = 'other'");
+    tk_exec(dir, "update manifest set last_access_time = 2 where key = 't1'");
+    tk_exec(dir, "update manifest set last_access_time = 3 where key = 't2'");
+    /* A lazy reopen keeps the choice. */
+    yyc__kv_close_connection(kv);
+    assert_int_equal(yyc_kv_remove_to_fit_count(kv, 1), YYC_OK);
+    assert_int_equal(kv_count(kv), 1);
+    check_value(kv, "t3", "kept");
+    assert_int_equal(tk_count_entries(dir, "data"), 1);
+    assert_true(tk_exists(dir, "data/ft3"));
+    /* A save after a remove finds no previous file (the hook's record does not linger). */
+    assert_int_equal(yyc_kv_remove(kv, "t3"), YYC_OK);
+    save_str(kv, "ft3-owner", "inline", NULL);
+    save_str(kv, "t3", "back", "ft3");
+    check_value(kv, "t3", "back");
+    assert_true(tk_exists(dir, "data/ft3"));
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_removes_delete_their_files_with_the_preupdate_hook(void **state) {
+    (void)state;
+    check_removes_delete_their_files(true);
+}
+
+static void kv_removes_delete_their_files_with_a_lookup(void **state) {
+    (void)state;
+    check_removes_delete_their_files(false);
+}
+
 /* The hook finds key and filename by name, not by position: a manifest whose columns come in
  * another order (the schema check only names them) still gets its old files deleted. A row
  * naming something that is not one file name is never followed outside data/. */
@@ -1901,6 +1961,61 @@ static void kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back(
     free(dir);
 }
 
+/* A read outside the folder lock after another storage replaced data/ (its remove-all: data/
+ * went to the trash with the old files still in it, and the same keys were saved again with
+ * values of the same size) reads the new values - for a row with a checksum and for a row
+ * without one (YYKVStorage's), through openat2 and through the fallback that checks data/. */
+static void kv_reads_after_another_remove_all_never_return_the_trashed_files(bool openat2) {
+    char *dir = test_temp_dir("kv-staleread");
+    yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
+    yyc_kv *b = open_kv(dir, YYC_KV_MIXED);
+    yyc__worker_drain(a); /* the opens' trash emptying is over: trash/PENDING stays */
+    yyc__worker_drain(b);
+    save_str(a, "k", "old value A", "f"); /* a holds its data/ descriptor */
+    save_str(a, "legacy", "old legacy", "g");
+    move_data_to_a_trash_folder(dir); /* data/ -> trash/PENDING, a new empty data/ */
+    save_str(b, "k", "new value B", "f");
+    save_str(b, "legacy", "new legacy", "g");
+    tk_exec(dir, "update manifest set value_crc32c = null where key = 'legacy'");
+    assert_true(tk_exists(dir, "trash/PENDING/f"));
+    assert_true(tk_exists(dir, "trash/PENDING/g"));
+    bool was = yyc__fs_set_openat2(openat2);
+    for (int round = 0; round < 2; round++) {
+        /* (The row without a checksum first: a damaged-looking read of the other one is retried
+         * under the lock, which refreshes the data/ descriptor.) */
+        check_value(a, "legacy", "new legacy");
+        yyc_kv_item *item = NULL;
+        assert_int_equal(yyc_kv_get_item(a, "legacy", &item), YYC_OK);
+        assert_int_equal(item->value_len, 10);
+        assert_memory_equal(item->value, "new legacy", 10);
+        yyc_kv_item_free(item);
+        check_value(a, "k", "new value B");
+        assert_int_equal(yyc_kv_get_item(a, "k", &item), YYC_OK);
+        assert_int_equal(item->value_len, 11);
+        assert_memory_equal(item->value, "new value B", 11);
+        yyc_kv_item_free(item);
+    }
+    yyc__fs_set_openat2(was);
+    assert_true(tk_exists(dir, "trash/PENDING/f")); /* nothing was deleted */
+    assert_true(tk_exists(dir, "data/f"));
+    assert_true(tk_exists(dir, "data/g"));
+    assert_int_equal(kv_count(a), 2);
+    yyc_kv_close(a);
+    yyc_kv_close(b);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2(void **state) {
+    (void)state;
+    kv_reads_after_another_remove_all_never_return_the_trashed_files(true);
+}
+
+static void kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2(void **state) {
+    (void)state;
+    kv_reads_after_another_remove_all_never_return_the_trashed_files(false);
+}
+
 static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
         cmocka_unit_test(kv_open_rejects_bad_arguments),
@@ -1909,6 +2024,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file),
         cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_the_preupdate_hook),
         cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_a_lookup),
+        cmocka_unit_test(kv_removes_delete_their_files_with_the_preupdate_hook),
+        cmocka_unit_test(kv_removes_delete_their_files_with_a_lookup),
         cmocka_unit_test(kv_saves_find_old_files_in_a_manifest_with_reordered_columns),
         cmocka_unit_test(kv_file_type_without_a_filename_fails_and_writes_nothing),
         cmocka_unit_test(kv_sqlite_type_ignores_filenames_and_stores_inline),
@@ -1930,6 +2047,8 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
         cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
         cmocka_unit_test(kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back),
+        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2),
+        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2),
         cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
         cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
         cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
