@@ -21,6 +21,9 @@
  *     index order, which is the same thing);
  *   - a CRC-32C of each value in an extra column (value_crc32c) that YYKVStorage ignores; a
  *     mismatch is a miss plus a corruption event; rows without it (YYKVStorage's) still read;
+ *     likewise a CRC-32C of the extended data (extended_crc32c, NULL when a row has none),
+ *     checked wherever extended data is returned (items and item infos): a mismatch removes the
+ *     entry and reads as a miss, like a damaged value;
  *   - removals delete the row first and the file after (a crash leaves an unreferenced file,
  *     never a row naming a missing file), and unreferenced or stale temporary files older than
  *     a grace period are swept in the background after each open;
@@ -96,20 +99,36 @@
 #define CRC_COLUMN "value_crc32c"
 #define SQL_CRC_CHECK "select " CRC_COLUMN " from manifest limit 0;"
 #define SQL_CRC_ADD "alter table manifest add column " CRC_COLUMN " integer;"
+/* The same for the extended data: NULL when the row has none (or was written without it). The
+ * storage uses the checksums only when the manifest has both columns. */
+#define EXT_CRC_COLUMN "extended_crc32c"
+#define SQL_EXT_CRC_CHECK "select " EXT_CRC_COLUMN " from manifest limit 0;"
+#define SQL_EXT_CRC_ADD "alter table manifest add column " EXT_CRC_COLUMN " integer;"
 
 #define SQL_UPSERT                                                                            \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
     "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
 #define SQL_UPSERT_CRC                                                                        \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
-    "last_access_time, extended_data, " CRC_COLUMN ") values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8);"
+    "last_access_time, extended_data, " CRC_COLUMN ", " EXT_CRC_COLUMN ") "                  \
+    "values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);"
 #define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
 #define SQL_DELETE "delete from manifest where key = ?1;"
 #define SQL_DELETE_LARGER "delete from manifest where size > ?1;"
 #define SQL_DELETE_EARLIER "delete from manifest where last_access_time < ?1;"
-#define SQL_GET_ITEM "select " COLS_FULL ", NULL from manifest where key = ?1;"
-#define SQL_GET_ITEM_CRC "select " COLS_FULL ", " CRC_COLUMN " from manifest where key = ?1;"
-#define SQL_GET_INFO "select " COLS_INFO " from manifest where key = ?1;"
+/* Item rows: COLS_FULL / COLS_INFO, then the value's and the extended data's checksums (NULL
+ * without the columns; an info row never checks the value, which it does not read). */
+#define CRCS_FULL CRC_COLUMN ", " EXT_CRC_COLUMN
+#define CRCS_INFO "NULL, " EXT_CRC_COLUMN
+#define SQL_GET_ITEM "select " COLS_FULL ", NULL, NULL from manifest where key = ?1;"
+#define SQL_GET_ITEM_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key = ?1;"
+#define SQL_GET_INFO "select " COLS_INFO ", NULL, NULL from manifest where key = ?1;"
+#define SQL_GET_INFO_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key = ?1;"
+/* Heads of the `key in (...)` lists of the same rows. */
+#define SQL_ITEMS_IN "select " COLS_FULL ", NULL, NULL from manifest where key in ("
+#define SQL_ITEMS_IN_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key in ("
+#define SQL_INFOS_IN "select " COLS_INFO ", NULL, NULL from manifest where key in ("
+#define SQL_INFOS_IN_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key in ("
 #define SQL_GET_VALUE                                                                         \
     "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
 #define SQL_GET_VALUE_CRC                                                                     \
@@ -156,7 +175,7 @@ struct yyc_kv {
     double retry_interval;
     int fail_opens;       /* testing: opens left to fail */
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
-    bool has_crc;         /* the manifest has the checksum column */
+    bool has_crc;         /* the manifest has both checksum columns */
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
      * upsert itself, instead of looking it up first (old_row_hook). */
     bool use_old_row_hook;     /* the hook is available and the columns below were found */
@@ -310,16 +329,17 @@ static void db_close(yyc_kv *kv) {
     kv->db = NULL;
 }
 
-/* Whether the manifest has the checksum column, adding it when missing. */
-static bool ensure_crc_column(sqlite3 *db) {
+/* Whether the manifest has a checksum column (check_sql selects it), adding it (add_sql) when
+ * missing. */
+static bool ensure_crc_column(sqlite3 *db, const char *check_sql, const char *add_sql) {
     sqlite3_stmt *s = NULL;
-    int rc = sqlite3_prepare_v2(db, SQL_CRC_CHECK, -1, &s, NULL);
+    int rc = sqlite3_prepare_v2(db, check_sql, -1, &s, NULL);
     sqlite3_finalize(s);
     if (rc == SQLITE_OK) return true;
-    if (sqlite3_exec(db, SQL_CRC_ADD, NULL, NULL, NULL) == SQLITE_OK) return true;
+    if (sqlite3_exec(db, add_sql, NULL, NULL, NULL) == SQLITE_OK) return true;
     /* Another process may have added it meanwhile. */
     s = NULL;
-    rc = sqlite3_prepare_v2(db, SQL_CRC_CHECK, -1, &s, NULL);
+    rc = sqlite3_prepare_v2(db, check_sql, -1, &s, NULL);
     sqlite3_finalize(s);
     return rc == SQLITE_OK;
 }
@@ -426,7 +446,8 @@ static int db_open_once(yyc_kv *kv) {
         return report(kv, true, status_from_sqlite(kv, rc, sys), ext, sys,
                       "initialize manifest: %s", sqlite3_errstr(rc));
     }
-    kv->has_crc = ensure_crc_column(db);
+    kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
+                  ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD);
     kv->use_old_row_hook = !kv->no_old_row_hook && old_row_hook_available() &&
                            find_manifest_columns(db, &kv->col_key, &kv->col_filename);
     kv->db = db;
@@ -496,7 +517,7 @@ static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
     return YYC_OK;
 }
 
-/* Prepares sql_crc when the manifest has the checksum column, else sql_plain. */
+/* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. */
 static int prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
                     bool *with_crc) {
     *out = NULL;
@@ -1025,9 +1046,11 @@ static size_t add_sizes(size_t a, size_t b, bool *overflow) {
     return a + b;
 }
 
-/* Builds an item from a row with the COLS_FULL / COLS_INFO columns. With want_value, a
- * file-backed row's file is read into the item. Returns YYC_OK, YYC_NOTFOUND (the value is
- * gone: the caller deletes the row, and the file when *drop_file), or a recorded error. */
+/* Builds an item from a row with the COLS_FULL / COLS_INFO columns and the two checksums (8th
+ * and 9th columns, NULL when not checked). With want_value, a file-backed row's file is read
+ * into the item. Returns YYC_OK, YYC_NOTFOUND (the value is gone or the value or extended data
+ * does not match its checksum: the caller deletes the row, and the file when *drop_file), or a
+ * recorded error. */
 static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item **out,
                        bool *drop_file) {
     *out = NULL;
@@ -1049,6 +1072,12 @@ static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item
     size_t value_len = 0;
     const void *inline_value = NULL;
     bool from_file = raw_name && name_len > 0;
+    if (sqlite3_column_type(s, 8) == SQLITE_INTEGER &&
+        yyc__crc32c(ext, ext_len) != (uint32_t)sqlite3_column_int64(s, 8)) {
+        *drop_file = from_file;
+        report(kv, false, YYC_ECORRUPT, 0, 0, "extended data does not match its checksum");
+        return YYC_NOTFOUND;
+    }
     if (want_value) {
         if (from_file) {
             int rc = open_value_file(kv, name, size, &fd, &value_len, drop_file);
@@ -1168,7 +1197,8 @@ static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, c
  * the file name of the row it replaced ("" when none) and kv->old_row_failed tells whether that
  * row could not be read. */
 static int upsert(yyc_kv *kv, const char *key, const char *filename, const void *value,
-                  size_t value_len, const void *ext, size_t ext_len, uint32_t crc) {
+                  size_t value_len, const void *ext, size_t ext_len, uint32_t crc,
+                  uint32_t ext_crc) {
     sqlite3_stmt *s;
     bool with_crc;
     int rc = prepare2(kv, SQL_UPSERT, SQL_UPSERT_CRC, &s, &with_crc);
@@ -1189,6 +1219,8 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     if (b == SQLITE_OK)
         b = ext_len ? sqlite3_bind_blob64(s, 7, ext, ext_len, SQLITE_STATIC) : sqlite3_bind_null(s, 7);
     if (b == SQLITE_OK && with_crc) b = sqlite3_bind_int64(s, 8, crc);
+    if (b == SQLITE_OK && with_crc)
+        b = ext_len ? sqlite3_bind_int64(s, 9, ext_crc) : sqlite3_bind_null(s, 9);
     if (b != SQLITE_OK) {
         yyc__stmt_done(s);
         return sqlite_fail(kv, b, "bind row");
@@ -1235,7 +1267,7 @@ static int place_file_locked(yyc_kv *kv, const void *value, size_t value_len, co
  * folder lock, so no other process changes the row or the file in between. */
 static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, const void *extended, size_t extended_len,
-                       uint32_t crc) {
+                       uint32_t crc, uint32_t ext_crc) {
     const void *inline_value = filename ? NULL : value;
     file_ref old;
     if (!kv->use_old_row_hook) {
@@ -1245,12 +1277,14 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
         file_ref_capture(kv, filename && old_name && !strcmp(old_name, filename) ? NULL : old_name,
                          &old);
         free(old_name);
-        rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc);
+        rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc,
+                    ext_crc);
         if (rc == YYC_OK) file_ref_delete(kv, &old);
         else file_ref_forget(&old);
         return rc;
     }
-    int rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc);
+    int rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc,
+                    ext_crc);
     if (rc != YYC_OK) return rc;
     if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
         report(kv, false, YYC_ENOMEM, 0, 0, "previous file of a saved key not known");
@@ -1266,12 +1300,13 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
  * place, then the row replaced (replace_row). */
 static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, int tdfd, const char *tmp, const void *extended,
-                       size_t extended_len, uint32_t crc) {
+                       size_t extended_len, uint32_t crc, uint32_t ext_crc) {
     if (filename) {
         int rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp);
         if (rc != YYC_OK) return rc;
     }
-    int rc = replace_row(kv, key, value, value_len, filename, extended, extended_len, crc);
+    int rc = replace_row(kv, key, value, value_len, filename, extended, extended_len, crc,
+                         ext_crc);
     if (rc != YYC_OK && filename) {
         /* No row names the new file: remove it. Under the folder lock nothing else renames a
          * file into place, so the file under that name is still the one just written. */
@@ -1303,6 +1338,7 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
         return report(kv, true, YYC_ETOOBIG, 0, 0, "value too large");
 
     uint32_t crc = yyc__crc32c(value, value_len);
+    uint32_t ext_crc = extended_len ? yyc__crc32c(extended, extended_len) : 0;
     /* A file value is written to a temporary file first, outside the folder lock, through the
      * data/ descriptor we hold, unchecked: data/ may have been replaced by another process's
      * remove-all, before or during the write. save_locked checks data/ under the lock and moves
@@ -1324,7 +1360,7 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     }
     folder_lock(kv);
     rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp, extended,
-                     extended_len, crc);
+                     extended_len, crc, ext_crc);
     folder_unlock(kv);
     if (tdfd >= 0 && tdfd != kv->data_fd) close(tdfd); /* data/ was reopened meanwhile */
     kv->save_dir_fd = -1;
@@ -1755,7 +1791,7 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
     sqlite3_stmt *s;
     bool with_crc;
     int rc = want_value ? prepare2(kv, SQL_GET_ITEM, SQL_GET_ITEM_CRC, &s, &with_crc)
-                        : prepare(kv, SQL_GET_INFO, &s);
+                        : prepare2(kv, SQL_GET_INFO, SQL_GET_INFO_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
     int src = sqlite3_step(s);
@@ -1771,11 +1807,12 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
         rc = sqlite_fail(kv, src, "get item");
     }
     yyc__stmt_done(s);
-    if (want_value && src == SQLITE_ROW) {
+    if (src == SQLITE_ROW) {
         if (rc == YYC_NOTFOUND) {
-            /* The row outlived its file (or the file is damaged): drop both, report a miss. */
+            /* The row outlived its file (or the value or extended data is damaged): drop both,
+             * report a miss. */
             rc = confirm ? delete_row_and_file(kv, key, drop_name) : RETRY_UNDER_LOCK;
-        } else if (rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
+        } else if (want_value && rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
             /* (Already touched this second: writing the same time again is skipped.) */
             int trc = touch(kv, key);
             if (trc != YYC_OK) report(kv, false, trc, 0, 0, "access time not updated");
@@ -1948,9 +1985,8 @@ static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_va
     bool adhoc;
     int rc = db_check(kv);
     if (rc != YYC_OK) return rc;
-    const char *head = !want_value ? "select " COLS_INFO " from manifest where key in ("
-                       : kv->has_crc ? "select " COLS_FULL ", " CRC_COLUMN " from manifest where key in ("
-                                     : "select " COLS_FULL ", NULL from manifest where key in (";
+    const char *head = want_value ? (kv->has_crc ? SQL_ITEMS_IN_CRC : SQL_ITEMS_IN)
+                                  : (kv->has_crc ? SQL_INFOS_IN_CRC : SQL_INFOS_IN);
     rc = prepare_in(kv, head,
                         ");", keys, n, 1, &s, &adhoc);
     if (rc != YYC_OK) return rc;
@@ -2012,7 +2048,7 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     for (size_t i = 0; i < gone.count; i++) {
         if (rc == YYC_OK) {
             yyc_kv_item *item = NULL;
-            int grc = get_one_pass(kv, gone.rows[i].key, true, &item, true);
+            int grc = get_one_pass(kv, gone.rows[i].key, want_value, &item, true);
             if (grc == YYC_OK && !list_push(&list, item)) {
                 free(item);
                 grc = report(kv, true, YYC_ENOMEM, 0, ENOMEM, "grow item list");

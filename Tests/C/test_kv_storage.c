@@ -159,11 +159,11 @@ static void kv_open_creates_layout_with_private_permissions(void **state) {
     assert_int_equal(tk_raw_int(db, "select count(*) from sqlite_master where type='index' and "
                                     "name='last_access_time_idx'"),
                      1);
-    /* YYKVStorage's seven columns, plus the checksum column it never touches. */
-    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 8);
+    /* YYKVStorage's seven columns, plus the two checksum columns it never touches. */
+    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 9);
     assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest') where "
-                                    "name = 'value_crc32c'"),
-                     1);
+                                    "name in ('value_crc32c', 'extended_crc32c')"),
+                     2);
     assert_int_equal(tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"),
                      1);
     sqlite3_close(db);
@@ -1645,6 +1645,160 @@ static void kv_values_that_do_not_match_their_checksum_read_as_misses(void **sta
     free(dir);
 }
 
+static void save_ext(yyc_kv *kv, const char *key, const char *value, const char *filename,
+                     const char *ext) {
+    assert_int_equal(yyc_kv_save(kv, key, value, strlen(value), filename, ext, strlen(ext)),
+                     YYC_OK);
+}
+
+static void check_item_ext(yyc_kv *kv, const char *key, bool info, const char *ext) {
+    yyc_kv_item *item = NULL;
+    assert_int_equal(info ? yyc_kv_get_item_info(kv, key, &item) : yyc_kv_get_item(kv, key, &item),
+                     YYC_OK);
+    assert_int_equal(item->extended_len, strlen(ext));
+    if (*ext) assert_memory_equal(item->extended_data, ext, strlen(ext));
+    else assert_null(item->extended_data);
+    yyc_kv_item_free(item);
+}
+
+static void kv_extended_data_that_does_not_match_its_checksum_reads_as_a_miss(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-extcrc");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    save_ext(kv, "inline", "abcd", NULL, "meta");
+    save_ext(kv, "file", "0123456789", "f1", "meta");
+    save_ext(kv, "listed", "0123456789", "f2", "meta");
+    save_ext(kv, "info", "abcd", NULL, "meta");
+    save_ext(kv, "infos", "abcd", "f3", "meta");
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where extended_crc32c is null"), 0);
+    /* One byte flipped ('m' -> 'n'), same length: only the checksum can tell. */
+    tk_exec(dir, "update manifest set extended_data = x'6e657461'");
+    yyc_kv_item *item = (yyc_kv_item *)1;
+    assert_int_equal(yyc_kv_get_item(kv, "inline", &item), YYC_NOTFOUND);
+    assert_null(item);
+    assert_int_equal(log.corrupt_events, 1);
+    assert_int_equal(yyc_kv_get_item(kv, "file", &item), YYC_NOTFOUND);
+    assert_int_equal(log.corrupt_events, 2);
+    assert_int_equal(yyc_kv_get_item_info(kv, "info", &item), YYC_NOTFOUND);
+    assert_int_equal(log.corrupt_events, 3);
+    yyc_kv_item **items;
+    size_t count;
+    const char *keys[] = {"listed"};
+    assert_int_equal(yyc_kv_get_items(kv, keys, 1, &items, &count), YYC_OK);
+    assert_int_equal(count, 0);
+    yyc_kv_items_free(items, count);
+    const char *info_keys[] = {"infos"};
+    assert_int_equal(yyc_kv_get_item_infos(kv, info_keys, 1, &items, &count), YYC_OK);
+    assert_int_equal(count, 0);
+    yyc_kv_items_free(items, count);
+    assert_int_equal(log.corrupt_events, 5);
+    /* The entries are gone, rows and files. */
+    assert_int_equal(kv_count(kv), 0);
+    assert_int_equal(tk_count_entries(dir, "data"), 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_extended_data_round_trips_with_its_checksum(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-extrt");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    save_ext(kv, "inline", "abcd", NULL, "inline meta");
+    save_ext(kv, "file", "0123456789", "f1", "file meta");
+    save_str(kv, "plain", "xyz", NULL);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "select count(*) from manifest where key = 'inline' and extended_crc32c = %u",
+             (unsigned)yyc__crc32c("inline meta", 11));
+    assert_int_equal(tk_int(dir, sql), 1);
+    /* No extended data: no checksum (one NULL bind, no CRC computed). */
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key = 'plain' and "
+                                 "extended_crc32c is null"),
+                     1);
+    for (int info = 0; info < 2; info++) {
+        check_item_ext(kv, "inline", info, "inline meta");
+        check_item_ext(kv, "file", info, "file meta");
+        check_item_ext(kv, "plain", info, "");
+    }
+    const char *keys[] = {"inline", "file", "plain"};
+    yyc_kv_item **items;
+    size_t count;
+    assert_int_equal(yyc_kv_get_items(kv, keys, 3, &items, &count), YYC_OK);
+    assert_int_equal(count, 3);
+    yyc_kv_items_free(items, count);
+    /* A save without extended data clears the previous checksum with the row. */
+    save_str(kv, "inline", "abcd", NULL);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key = 'inline' and "
+                                 "extended_crc32c is null"),
+                     1);
+    check_item_ext(kv, "inline", false, "");
+    assert_int_equal(log.corrupt_events, 0);
+    assert_int_equal(kv_count(kv), 3);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_manifest_without_the_extended_checksum_column_gains_it(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-extcol");
+    char p[4096];
+    assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "data"), 0755), 0);
+    assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "trash"), 0755), 0);
+    /* YYKVStorage's initialization script (spec 2.2) and a row with extended data. */
+    sqlite3 *db = tk_raw_open(dir);
+    tk_raw_exec(db,
+                "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
+                "exists manifest (key text, filename text, size integer, inline_data blob, "
+                "modification_time integer, last_access_time integer, extended_data blob, "
+                "primary key(key)); create index if not exists last_access_time_idx on "
+                "manifest(last_access_time);");
+    tk_raw_exec(db, "insert into manifest " TK_COLS
+                    " values ('old', null, 5, x'68656c6c6f', 1400000000, 1400000002, x'0102');");
+    sqlite3_close(db);
+
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    assert_int_equal(tk_int(dir, "select count(*) from pragma_table_info('manifest') where "
+                                 "name in ('value_crc32c', 'extended_crc32c')"),
+                     2);
+    for (int info = 0; info < 2; info++) check_item_ext(kv, "old", info, "\x01\x02");
+    check_value(kv, "old", "hello");
+    save_ext(kv, "new", "abcd", NULL, "meta");
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key = 'new' and "
+                                 "extended_crc32c is not null"),
+                     1);
+    check_item_ext(kv, "new", false, "meta");
+    assert_int_equal(log.corrupt_events, 0);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void kv_rows_with_a_null_extended_checksum_are_not_checked(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("kv-extnull");
+    yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
+    hook_log log = {0};
+    yyc_kv_set_error_hook(kv, record_hook, &log);
+    save_ext(kv, "k", "abcd", NULL, "meta");
+    /* As a writer without the column leaves it: extended data changed, no checksum. */
+    tk_exec(dir, "update manifest set extended_crc32c = null, extended_data = x'6e657461'");
+    check_item_ext(kv, "k", false, "neta");
+    check_item_ext(kv, "k", true, "neta");
+    assert_int_equal(log.corrupt_events, 0);
+    assert_int_equal(kv_count(kv), 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static uint32_t reference_crc32c(const unsigned char *p, size_t len) {
     uint32_t c = 0xFFFFFFFFu;
     for (size_t i = 0; i < len; i++) {
@@ -2059,6 +2213,10 @@ static const struct CMUnitTest tests[] = {
         cmocka_unit_test(kv_reads_a_manifest_written_by_yykvstorage),
         cmocka_unit_test(kv_values_that_do_not_match_their_checksum_read_as_misses),
         cmocka_unit_test(kv_checksums_are_standard_crc32c),
+        cmocka_unit_test(kv_extended_data_that_does_not_match_its_checksum_reads_as_a_miss),
+        cmocka_unit_test(kv_extended_data_round_trips_with_its_checksum),
+        cmocka_unit_test(kv_manifest_without_the_extended_checksum_column_gains_it),
+        cmocka_unit_test(kv_rows_with_a_null_extended_checksum_are_not_checked),
         cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
         cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
         cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),
