@@ -12,10 +12,13 @@
  * An empty key makes writes fail with YYC_EINVAL; reads report YYC_NOTFOUND / false; removals
  * do nothing and return YYC_OK. Values may be empty (0 bytes; stored and read back as empty).
  *
- * Beyond YYKVStorage, each row also stores a CRC-32C of its value in a column YYKVStorage ignores
- * (value_crc32c): a value that does not match it, or a data file whose length differs from the
- * recorded size, reads as YYC_NOTFOUND, is removed, and is reported as YYC_ECORRUPT through the
- * error hook. Rows written by YYKVStorage (no checksum) still read.
+ * Beyond YYKVStorage, each row also stores a CRC-32C of its value and one of its extended data
+ * in columns YYKVStorage ignores (value_crc32c, extended_crc32c; NULL when there is nothing to
+ * check): a value or extended data that does not match, or a data file whose length differs
+ * from the recorded size, reads as YYC_NOTFOUND, is removed, and is reported as YYC_ECORRUPT
+ * through the error hook. The item getters (info ones included) check the extended data;
+ * yyc_kv_get_value, which does not return it, does not. Rows written by YYKVStorage (no
+ * checksum) still read.
  *
  * Several processes may use one folder at once: every change of a row and its file happens under
  * an flock on the folder, and SQLite waits up to its busy timeout (5 s) for other connections.
