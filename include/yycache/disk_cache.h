@@ -18,12 +18,16 @@
  * removals YYC_OK. Values may be empty.
  *
  * Thread safety: every function is thread-safe (one mutex per core). No user callback runs while
- * the mutex is held. Blocking: every call except the limit getters/setters may touch the disk.
+ * the mutex is held. Blocking: every call may touch the disk except retain, path,
+ * inline_threshold and the setting getters/setters (limits, interval, logs, hook, name, file-name
+ * function), which only take the core's mutex (or the registry's, for retain).
  * Opening or closing one path's storage (which may wait up to the busy timeout on a manifest
  * locked by another process) holds up only the opens of that same path, never the opens, closes
  * or calls of other paths.
  * Errors: calls returning an error record details for yyc_last_error(). After
  * yyc_diskcache_close every call returns YYC_ECLOSED (contains returns false).
+ * Misuse: a NULL cache (or NULL output pointer) returns YYC_EINVAL (asserted in debug builds),
+ * or 0 / false / NULL / no-op for functions without status.
  */
 #ifndef YYCACHE_DISK_CACHE_H
 #define YYCACHE_DISK_CACHE_H
@@ -48,7 +52,7 @@ typedef struct yyc_diskcache yyc_diskcache;
  * Ownership: path is copied; *out holds one reference, dropped with yyc_diskcache_release. */
 YYC_API int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache **out);
 
-/* Takes one more reference. Returns dc. */
+/* Takes one more reference (drop it with yyc_diskcache_release). Returns dc (NULL for NULL). */
 YYC_API yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc);
 
 /* Drops one reference; the last one stops the auto-trim, closes the storage and frees the core.
@@ -60,7 +64,8 @@ YYC_API void yyc_diskcache_release(yyc_diskcache *dc);
  * valid until released. Idempotent. */
 YYC_API void yyc_diskcache_close(yyc_diskcache *dc);
 
-/* The canonical path (borrowed, valid while referenced) and the inline threshold. */
+/* The canonical path (borrowed, valid while referenced) and the inline threshold (NULL / 0 for
+ * a NULL cache). */
 YYC_API const char *yyc_diskcache_path(yyc_diskcache *dc);
 YYC_API size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc);
 
@@ -69,23 +74,26 @@ YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 
 /* Reads a value and refreshes its access time.
  * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len == 0),
- * YYC_NOTFOUND, errors. */
+ * YYC_NOTFOUND, errors. Ownership: key is borrowed. */
 YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len);
 
 /* Reads a value's extended data (no access-time update).
- * Returns: YYC_OK (*out transferred; NULL/0 when the entry has none), YYC_NOTFOUND, errors. */
+ * Returns: YYC_OK (*out transferred, free with yyc_free; NULL/0 when the entry has none),
+ * YYC_NOTFOUND, YYC_ENOMEM, errors. Ownership: key is borrowed. */
 YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,
                                             size_t *out_len);
 
 /* Stores a value (NULL value with len 0 = an empty value) with optional extended data. Values
  * above the threshold go to a file named by the file-name function, else md5(key).
- * Returns: YYC_OK, YYC_EINVAL (empty key, invalid file name), and the errors of yyc_kv_save.
+ * Returns: YYC_OK, YYC_EINVAL (empty key, NULL value with len > 0, invalid file name), and the
+ * errors of yyc_kv_save.
  * Ownership: everything is copied. */
 YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                               const void *extended, size_t extended_len);
 
 /* The same with an explicit file name for this write (used when the value goes to a file; NULL
- * or "" means md5(key)); overrides the core's file-name function. */
+ * or "" means md5(key)); overrides the core's file-name function. Returns and ownership as
+ * yyc_diskcache_set (filename is copied). */
 YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
                                             size_t len, const void *extended, size_t extended_len,
                                             const char *filename);
@@ -99,16 +107,19 @@ YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, 
  * restores md5) and no write is in progress; key is borrowed for the call. */
 typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
 
-/* Sets the core-wide file-name function (shared by every holder of the core). */
+/* Sets the core-wide file-name function (shared by every holder of the core); ctx is borrowed
+ * (see yyc_filename_fn). */
 YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
 
 /* Removes one value / every value (rows deleted in place, data/ moved to trash/ and emptied on
- * the background worker; see yyc_kv_remove_all). Returns: YYC_OK, errors. */
+ * the background worker; see yyc_kv_remove_all). Returns: YYC_OK (also when absent or for an
+ * empty key), errors. */
 YYC_API int yyc_diskcache_remove(yyc_diskcache *dc, const char *key);
 YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
 
 /* Removes every value in batches, calling progress (may be NULL) between batches with the lock
- * released; counts increase monotonically to (total, total). Returns: YYC_OK, errors. */
+ * released; counts increase monotonically to (total, total). progress runs on the calling
+ * thread; ctx is borrowed for the call. Returns: YYC_OK, errors. */
 YYC_API int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progress,
                                               void *ctx);
 
@@ -122,10 +133,15 @@ YYC_API int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count);
 YYC_API int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost);
 YYC_API int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds);
 /* Evicts LRU entries until the file system holding the cache has at least `bytes` free
- * (statvfs f_bavail * f_frsize). 0 does nothing. */
+ * (statvfs f_bavail * f_frsize). 0 or less does nothing. Returns: YYC_OK, YYC_EIO (statvfs
+ * failed), errors. */
 YYC_API int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes);
 
-/* Core-wide settings (shared by every holder of the core). */
+/* Core-wide settings (shared by every holder of the core). Getters return 0 / false for a NULL
+ * cache. The error hook runs with no lock held, on the thread of the failing call or on the
+ * background worker (auto-trim); ctx is borrowed until the hook is replaced (and every call
+ * still running the old one has returned) or the core is freed. Setting a hook delivers the
+ * YYC_ECORRUPT events kept while none was set, on the calling thread. */
 YYC_API void yyc_diskcache_set_count_limit(yyc_diskcache *dc, int64_t limit);
 YYC_API int64_t yyc_diskcache_count_limit(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_cost_limit(yyc_diskcache *dc, int64_t limit);
@@ -140,7 +156,8 @@ YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on);
 YYC_API bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx);
-/* The name (copied; NULL clears it) and a copy of it (transferred, yyc_free; NULL if none). */
+/* The name (copied; NULL clears it) and a copy of it (transferred, yyc_free; NULL if none or out
+ * of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
 YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
 

@@ -24,7 +24,10 @@
  * an flock on the folder, and SQLite waits up to its busy timeout (5 s) for other connections.
  *
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
- * Blocking: every call except yyc_kv_path/type may read or write the disk.
+ * Blocking: every call may read or write the disk except yyc_kv_path, yyc_kv_type_of, the error
+ * hook and log settings, yyc_kv_item(s)_free, yyc_kv_filename_is_valid and yyc_kv_md5_filename.
+ * Misuse: a NULL storage (or NULL output pointer) returns YYC_EINVAL (asserted in debug builds),
+ * or NULL / false / no-op for functions without status.
  * Errors: a call returning an error status records details for yyc_last_error().
  * Time: modification and access times are unix seconds from time(NULL).
  */
@@ -75,18 +78,21 @@ typedef void (*yyc_progress_fn)(void *ctx, int64_t removed, int64_t total);
  * every file stays. Folders are created 0700, files 0600.
  * Returns: YYC_OK, YYC_EINVAL (empty path, path too long, bad type), YYC_EIO, YYC_EPERM,
  * YYC_ENOSPC, YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM.
- * Ownership: path is copied; *out is transferred (close with yyc_kv_close). */
+ * Ownership: path is copied; *out is transferred (close with yyc_kv_close; NULL on error). */
 YYC_API int yyc_kv_open(const char *path, yyc_kv_type type, yyc_kv **out);
 
-/* Finalizes every cached statement, then closes the database. NULL is fine. */
+/* Waits for the storage's background work, finalizes every cached statement, then closes the
+ * database and frees kv (which must not be used again). NULL is fine. May block on the disk. */
 YYC_API void yyc_kv_close(yyc_kv *kv);
 
-/* The path as given to yyc_kv_open (borrowed; valid until close), and the type. */
+/* The path as given to yyc_kv_open (borrowed; valid until close), and the type (NULL and
+ * YYC_KV_MIXED for a NULL storage). */
 YYC_API const char *yyc_kv_path(const yyc_kv *kv);
 YYC_API yyc_kv_type yyc_kv_type_of(const yyc_kv *kv);
 
 /* Error reporting: the hook (NULL to remove it) and whether errors are also printed to stderr
- * (default false). */
+ * (default false). ctx is borrowed until the hook is replaced or the storage is closed. Setting a
+ * hook delivers at once, on the calling thread, an event kept from before (see yyc_error_hook). */
 YYC_API void yyc_kv_set_error_hook(yyc_kv *kv, yyc_error_hook hook, void *ctx);
 YYC_API void yyc_kv_set_error_logs_enabled(yyc_kv *kv, bool on);
 YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
@@ -96,16 +102,19 @@ YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
  * saves delete the key's previous file. The file name must be a single path component:
  * no '/', no NUL, not "." or "..", at most 255 bytes. Size is value_len; both times are now.
  * value may be NULL only when value_len is 0. extended may be NULL.
- * Returns: YYC_OK, YYC_EINVAL (empty key, bad file name, FILE type without a file name),
- * YYC_ETOOBIG (value or extended data above SQLite's blob limit when inline), YYC_EIO,
- * YYC_ENOSPC, YYC_EPERM, YYC_EBUSY, YYC_ESQLITE, YYC_ECLOSED (the database could not be
- * reopened). Ownership: everything is copied. */
+ * Returns: YYC_OK, YYC_EINVAL (empty key, bad file name, FILE type without a file name,
+ * NULL value with value_len > 0), YYC_ETOOBIG (value when inline, or extended data, above
+ * SQLite's blob limit), YYC_EIO, YYC_ENOSPC, YYC_EPERM, YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM,
+ * YYC_ECLOSED (the database could not be reopened). Ownership: everything is copied. */
 YYC_API int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                         const char *filename, const void *extended, size_t extended_len);
 
-/* Removes one key (its file too). Returns: YYC_OK (also when absent), errors as above. */
+/* Removes one key (its file too). Returns: YYC_OK (also when absent), errors as above. The
+ * removals below return the same: YYC_OK or an error, never YYC_NOTFOUND. */
 YYC_API int yyc_kv_remove(yyc_kv *kv, const char *key);
-/* Removes a list of keys (chunked below SQLite's variable limit). n == 0 is YYC_OK. */
+/* Removes a list of keys (chunked below SQLite's variable limit). n == 0 is YYC_OK; a NULL list
+ * with n > 0 is YYC_EINVAL. A failing chunk stops the call (earlier chunks stay removed).
+ * Ownership: keys are borrowed. */
 YYC_API int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n);
 /* Removes items whose size is larger than size. INT64_MAX: nothing; size <= 0: everything. */
 YYC_API int yyc_kv_remove_larger_than(yyc_kv *kv, int64_t size);
@@ -121,33 +130,40 @@ YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
  * manifest. */
 YYC_API int yyc_kv_remove_all(yyc_kv *kv);
 /* Slow remove-all: deletes rows and files in LRU batches of 32, calling progress (may be NULL)
- * after each batch with monotonically increasing counts ending at (total, total). An empty
- * storage returns YYC_OK without calling progress. */
+ * after each batch with monotonically increasing counts ending at (total, total), on the calling
+ * thread (ctx borrowed for the call). An empty storage returns YYC_OK without calling
+ * progress. */
 YYC_API int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx);
 
 /* Gets a whole item (value included) and refreshes its access time. A row whose data file is
  * missing is deleted and reported as YYC_NOTFOUND.
- * Returns: YYC_OK (*out transferred, free with yyc_kv_item_free), YYC_NOTFOUND (*out = NULL),
- * errors. */
+ * Returns: YYC_OK (*out transferred, free with yyc_kv_item_free), YYC_NOTFOUND (*out = NULL;
+ * also for an empty key), errors. Ownership: key is borrowed. */
 YYC_API int yyc_kv_get_item(yyc_kv *kv, const char *key, yyc_kv_item **out);
-/* Item metadata without the value; no access-time update, no file read. */
+/* Item metadata without the value; no access-time update, no file read. Returns and ownership
+ * as yyc_kv_get_item. */
 YYC_API int yyc_kv_get_item_info(yyc_kv *kv, const char *key, yyc_kv_item **out);
 /* The value only; refreshes the access time only when a value was found.
  * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len is 0),
- * YYC_NOTFOUND, errors. */
+ * YYC_NOTFOUND (*out_value = NULL, *out_len = 0), errors. Ownership: key is borrowed. */
 YYC_API int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_len);
 /* Several items (values included) in SQLite's order; missing keys are absent. Refreshes the
  * access time of every requested key when at least one item was found.
- * Returns: YYC_OK (*out_items may hold 0 items; free with yyc_kv_items_free), errors. */
+ * Returns: YYC_OK (*out_items transferred, *out_count items, possibly 0 and then *out_items may
+ * be NULL; free with yyc_kv_items_free), YYC_EINVAL (NULL keys with n > 0), errors (nothing is
+ * handed out). Ownership: keys are borrowed. */
 YYC_API int yyc_kv_get_items(yyc_kv *kv, const char *const *keys, size_t n,
                              yyc_kv_item ***out_items, size_t *out_count);
-/* Several items without values; no access-time update. */
+/* Several items without values; no access-time update. Returns and ownership as
+ * yyc_kv_get_items. */
 YYC_API int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
                                   yyc_kv_item ***out_items, size_t *out_count);
 
-/* Whether key has a row (no access-time update). Returns: YYC_OK, YYC_NOTFOUND, errors. */
+/* Whether key has a row (no access-time update). Returns: YYC_OK, YYC_NOTFOUND (also for an
+ * empty key), errors. */
 YYC_API int yyc_kv_exists(yyc_kv *kv, const char *key);
-/* Row count and sum of sizes (64-bit). Returns: YYC_OK, errors. */
+/* Row count and sum of sizes (64-bit). Returns: YYC_OK, YYC_EINVAL (NULL out), errors; *out is
+ * 0 on error. */
 YYC_API int yyc_kv_count(yyc_kv *kv, int64_t *out);
 YYC_API int yyc_kv_size(yyc_kv *kv, int64_t *out);
 
@@ -158,10 +174,11 @@ YYC_API void yyc_kv_item_free(yyc_kv_item *item);
 YYC_API void yyc_kv_items_free(yyc_kv_item **items, size_t count);
 
 /* Whether name is acceptable as a data file name (one path component, 1..255 bytes, no '/',
- * no NUL, not "." or ".."). */
+ * no NUL, not "." or ".."). false for NULL. Pure: no disk access. */
 YYC_API bool yyc_kv_filename_is_valid(const char *name);
 
-/* Writes md5(key) as 32 lowercase hex characters plus NUL into out. */
+/* Writes md5(key) as 32 lowercase hex characters plus NUL into out (caller-owned, 33 bytes).
+ * Pure: no disk access. */
 YYC_API void yyc_kv_md5_filename(const char *key, char out[33]);
 
 #ifdef __cplusplus
