@@ -835,6 +835,7 @@ void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *
 void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name) {
     if (!dc) return;
     char *copy = name ? strdup(name) : NULL;
+    if (name && !copy) return; /* out of memory: the old name stays */
     lock(&dc->lock);
     char *old = dc->name;
     dc->name = copy;

@@ -156,8 +156,8 @@ YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on);
 YYC_API bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx);
-/* The name (copied; NULL clears it) and a copy of it (transferred, yyc_free; NULL if none or out
- * of memory). */
+/* The name (copied; NULL clears it; if the copy runs out of memory the old name stays) and a
+ * copy of it (transferred, yyc_free; NULL if none or out of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
 YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
 
