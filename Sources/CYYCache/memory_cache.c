@@ -447,9 +447,8 @@ int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
     if (!c || (!key && key_len > 0)) return YYC_EINVAL;
     bool queue_release = false;
     lock(c);
-    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
     if (n) {
-        yyc__lru_map_unlink(&c->map, n);
         if (c->release_async) {
             queue_release = stash_list_locked(c, n, n);
             n = NULL;
