@@ -604,6 +604,18 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     n->cost = cost;
 }
 
+/* Takes n (whose slot is already erased) off the list and updates the totals. */
+static void unlink_from_list(yyc__lru_map *m, yyc__lru_node *n) {
+    if (n->prev) n->prev->next = n->next;
+    else m->head = n->next;
+    if (n->next) n->next->prev = n->prev;
+    else m->tail = n->prev;
+    m->count--;
+    cost_sub(m, n->cost);
+    n->next = NULL;
+    n->prev = NULL;
+}
+
 /* Takes n out of the table and the list and updates the totals. */
 static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
     uint64_t h = node_hash(m, n);
@@ -616,19 +628,32 @@ static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
         pos = probe(m, &ov, m->migrate_start, m->migrate_pos, h, NULL, 0, n);
         erase_slot(m, &ov, pos);
     }
-    if (n->prev) n->prev->next = n->next;
-    else m->head = n->next;
-    if (n->next) n->next->prev = n->prev;
-    else m->tail = n->prev;
-    m->count--;
-    cost_sub(m, n->cost);
-    n->next = NULL;
-    n->prev = NULL;
+    unlink_from_list(m, n);
 }
 
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *n) {
     unlink_node(m, n);
     migrate_some(m);
+}
+
+yyc__lru_node *yyc__lru_map_unlink_key(yyc__lru_map *m, const void *key, size_t key_len) {
+    if (!m->slots || key_len > UINT32_MAX) return NULL;
+    /* One hash and one probe: the slot found is the one erased (find + unlink would rehash
+     * the key and probe again to find the node's slot). */
+    uint64_t h = map_hash(m, key, key_len);
+    table v = cur_table(m);
+    size_t pos = probe(m, &v, 0, 0, h, key, key_len, NULL);
+    if (pos == SIZE_MAX) {
+        if (!m->old) return NULL;
+        v = old_table(m);
+        pos = probe(m, &v, m->migrate_start, m->migrate_pos, h, key, key_len, NULL);
+        if (pos == SIZE_MAX) return NULL;
+    }
+    yyc__lru_node *n = slot_node(v.t[pos]);
+    erase_slot(m, &v, pos);
+    unlink_from_list(m, n);
+    migrate_some(m);
+    return n;
 }
 
 void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *n) {

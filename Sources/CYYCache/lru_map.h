@@ -182,6 +182,10 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *node, size_t cost);
  * garbage; its next link is NULL (so the caller may chain detached nodes through next). */
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *node);
 
+/* find + unlink in one hash and one probe: unlinks and returns the node holding key (owned
+ * by the caller, as after unlink), or NULL (the map is unchanged) if there is none. */
+yyc__lru_node *yyc__lru_map_unlink_key(yyc__lru_map *m, const void *key, size_t key_len);
+
 /* unlink + yyc__lru_node_free (the value is not touched). */
 void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *node);
 

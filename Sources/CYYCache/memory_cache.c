@@ -389,9 +389,10 @@ int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key_len, co
     return set_impl(c, key, key_len, NULL, value, cost, true);
 }
 
-int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value) {
-    if (out_value) *out_value = NULL;
-    if (!c || !out_value || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
+/* Both gets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
+ * mode stores a retained reference in *(void **)out; inline mode copies the value to out. */
+static inline __attribute__((always_inline)) int
+get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inline_mode) {
     lock(c);
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
@@ -402,37 +403,34 @@ int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **ou
     /* Start the loads of the value object (retained below; without callbacks the value may
      * not be a pointer at all) and of the neighbours (relinked by the move) together: on a large
      * cache each is a likely cache miss, and this way they overlap. */
-    if (v && c->cb.retain) __builtin_prefetch(v, 1);
+    if (!inline_mode && v && c->cb.retain) __builtin_prefetch(v, 1);
     if (n->prev) __builtin_prefetch(n->prev, 1);
     if (n->next) __builtin_prefetch(n->next, 1);
+    /* Copied or retained under the lock: a concurrent set cannot destroy or release the value
+     * first (YYCache PR #153). An object is retained last, after the move, so that its prefetch
+     * has had time to land. */
+    if (inline_mode) {
+        const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
+        if (c->itype.copy) c->itype.copy(c->itype.ctx, out, slot);
+        else memcpy(out, slot, c->value_size);
+    }
     n->time = clock_now();
     yyc__lru_map_move_to_head(&c->map, n);
-    /* Retained under the lock: a concurrent set cannot release it first (YYCache PR #153). */
-    if (v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
+    if (!inline_mode && v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     unlock(c);
-    *out_value = v;
+    if (!inline_mode) *(void **)out = v;
     return YYC_OK;
+}
+
+int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, void **out_value) {
+    if (out_value) *out_value = NULL;
+    if (!c || !out_value || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
+    return get_impl(c, key, key_len, out_value, false);
 }
 
 int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len, void *out_value) {
     if (!c || !out_value || (!key && key_len > 0) || !c->inline_values) return YYC_EINVAL;
-    lock(c);
-    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
-    if (!n) {
-        unlock(c);
-        return YYC_NOTFOUND;
-    }
-    /* The neighbours are relinked by the move: start their loads together (see get). */
-    if (n->prev) __builtin_prefetch(n->prev, 1);
-    if (n->next) __builtin_prefetch(n->next, 1);
-    /* Copied under the lock: a concurrent set cannot destroy the value first. */
-    const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
-    if (c->itype.copy) c->itype.copy(c->itype.ctx, out_value, slot);
-    else memcpy(out_value, slot, c->value_size);
-    n->time = clock_now();
-    yyc__lru_map_move_to_head(&c->map, n);
-    unlock(c);
-    return YYC_OK;
+    return get_impl(c, key, key_len, out_value, true);
 }
 
 bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len) {
@@ -447,9 +445,8 @@ int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
     if (!c || (!key && key_len > 0)) return YYC_EINVAL;
     bool queue_release = false;
     lock(c);
-    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
     if (n) {
-        yyc__lru_map_unlink(&c->map, n);
         if (c->release_async) {
             queue_release = stash_list_locked(c, n, n);
             n = NULL;

@@ -407,9 +407,19 @@ static void lru_map_operations_during_migration_find_every_key(void **state) {
     /* Remove every third key (each removal migrates a few more slots), checking as we go. */
     for (int i = 0; i < n; i += 3) {
         snprintf(key, sizeof key, "m%d", i);
-        yyc__lru_node *x = yyc__lru_map_find(&m, key, strlen(key));
-        assert_non_null(x);
-        yyc__lru_map_remove(&m, x);
+        if (i % 2) { /* by node, and by key (one probe) */
+            yyc__lru_node *x = yyc__lru_map_find(&m, key, strlen(key));
+            assert_non_null(x);
+            yyc__lru_map_remove(&m, x);
+        } else {
+            yyc__lru_node *x = yyc__lru_map_unlink_key(&m, key, strlen(key));
+            assert_non_null(x);
+            assert_int_equal(x->key_len, strlen(key));
+            assert_memory_equal(x->key, key, strlen(key));
+            assert_null(x->next);
+            yyc__lru_node_free(x);
+            assert_null(yyc__lru_map_unlink_key(&m, key, strlen(key)));
+        }
         if ((i % 300) == 0) CHECKED(&m);
     }
     CHECKED(&m);
@@ -511,11 +521,20 @@ static void lru_map_random_operations_match_model(void **state) {
             md->node[k] = n;
             md->cost[k] = cost;
             md->stamp[k] = ++md->clock;
-        } else if (what < 85) { /* remove */
+        } else if (what < 75) { /* remove */
             yyc__lru_node *n = yyc__lru_map_find(&m, key, len);
             assert_true((n != NULL) == md->present[k]);
             if (n) {
                 yyc__lru_map_remove(&m, n);
+                md->present[k] = false;
+                md->count--;
+            }
+        } else if (what < 85) { /* remove by key */
+            yyc__lru_node *n = yyc__lru_map_unlink_key(&m, key, len);
+            assert_true((n != NULL) == md->present[k]);
+            if (n) {
+                assert_ptr_equal(n, md->node[k]);
+                yyc__lru_node_free(n);
                 md->present[k] = false;
                 md->count--;
             }
