@@ -508,23 +508,29 @@ static int db_check(yyc_kv *kv) {
     return YYC_OK;
 }
 
-static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
-    *out = NULL;
-    int rc = db_check(kv);
-    if (rc != YYC_OK) return rc;
+/* The cached statement for sql; caller has passed db_check. */
+static int prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
     int src = yyc__stmt_cache_get(&kv->stmts, sql, out);
     if (src != SQLITE_OK) return sqlite_fail(kv, src, "prepare");
     return YYC_OK;
 }
 
-/* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. */
+static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
+    *out = NULL;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    return prepare_checked(kv, sql, out);
+}
+
+/* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. One db_check:
+ * it runs first because it may (re)open the manifest, which sets has_crc. */
 static int prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
                     bool *with_crc) {
     *out = NULL;
     int rc = db_check(kv);
     if (rc != YYC_OK) return rc;
     *with_crc = kv->has_crc;
-    return prepare(kv, *with_crc ? sql_crc : sql_plain, out);
+    return prepare_checked(kv, *with_crc ? sql_crc : sql_plain, out);
 }
 
 /* Binds a key with its length. SQLITE_STATIC is safe: SQLite reads a bound value only while
