@@ -217,7 +217,8 @@ static int open_data_dir(yyc_kv *kv);
 static void folder_lock(yyc_kv *kv);
 static void folder_unlock(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
-static int delete_row(yyc_kv *kv, const char *key);
+static int delete_row(yyc_kv *kv, const char *key, bool learn_old_row);
+static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what);
 typedef struct file_ref file_ref;
 static void file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r);
 static void file_ref_delete(yyc_kv *kv, file_ref *r);
@@ -508,23 +509,29 @@ static int db_check(yyc_kv *kv) {
     return YYC_OK;
 }
 
-static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
-    *out = NULL;
-    int rc = db_check(kv);
-    if (rc != YYC_OK) return rc;
+/* The cached statement for sql; caller has passed db_check. */
+static int prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
     int src = yyc__stmt_cache_get(&kv->stmts, sql, out);
     if (src != SQLITE_OK) return sqlite_fail(kv, src, "prepare");
     return YYC_OK;
 }
 
-/* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. */
+static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
+    *out = NULL;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    return prepare_checked(kv, sql, out);
+}
+
+/* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. One db_check:
+ * it runs first because it may (re)open the manifest, which sets has_crc. */
 static int prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
                     bool *with_crc) {
     *out = NULL;
     int rc = db_check(kv);
     if (rc != YYC_OK) return rc;
     *with_crc = kv->has_crc;
-    return prepare(kv, *with_crc ? sql_crc : sql_plain, out);
+    return prepare_checked(kv, *with_crc ? sql_crc : sql_plain, out);
 }
 
 /* Binds a key with its length. SQLITE_STATIC is safe: SQLite reads a bound value only while
@@ -947,12 +954,14 @@ static void folder_unlock(yyc_kv *kv) {
     flock(kv->root_fd, LOCK_UN);
 }
 
-static int delete_row(yyc_kv *kv, const char *key) {
+/* Deletes key's row; with learn_old_row, through step_learning_old_row (kv->old_filename). */
+static int delete_row(yyc_kv *kv, const char *key, bool learn_old_row) {
     sqlite3_stmt *s;
     int rc = prepare(kv, SQL_DELETE, &s);
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
-    return step_done(kv, s, "delete row");
+    return learn_old_row ? step_learning_old_row(kv, s, key, "delete row")
+                         : step_done(kv, s, "delete row");
 }
 
 /* Drops the row of a value that is gone or damaged, then its file (if any, and unchanged).
@@ -960,7 +969,7 @@ static int delete_row(yyc_kv *kv, const char *key) {
 static int delete_row_and_file(yyc_kv *kv, const char *key, const char *filename) {
     file_ref f;
     file_ref_capture(kv, filename, &f);
-    int rc = delete_row(kv, key);
+    int rc = delete_row(kv, key, false);
     if (rc == YYC_OK) file_ref_delete(kv, &f);
     else file_ref_forget(&f);
     return rc == YYC_OK ? YYC_NOTFOUND : rc;
@@ -1376,11 +1385,7 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
  * row delete (hook) finds the same file as capturing it before (lookup). */
 static int remove_key_locked(yyc_kv *kv, const char *key) {
     if (kv->use_old_row_hook) {
-        sqlite3_stmt *s;
-        int rc = prepare(kv, SQL_DELETE, &s);
-        if (rc != YYC_OK) return rc;
-        bind_key(s, 1, key);
-        rc = step_learning_old_row(kv, s, key, "delete row");
+        int rc = delete_row(kv, key, true);
         if (rc != YYC_OK) return rc; /* (the row is still there: so is its file) */
         if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
             report(kv, false, YYC_ENOMEM, 0, 0, "file of a removed key not known");
@@ -1398,7 +1403,7 @@ static int remove_key_locked(yyc_kv *kv, const char *key) {
          * never a row naming a missing file (YYKVStorage deleted in the other order). */
         file_ref f;
         file_ref_capture(kv, name, &f);
-        rc = delete_row(kv, key);
+        rc = delete_row(kv, key, false);
         if (rc == YYC_OK) file_ref_delete(kv, &f);
         else file_ref_forget(&f);
     }
