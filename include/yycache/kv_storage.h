@@ -92,7 +92,10 @@ YYC_API yyc_kv_type yyc_kv_type_of(const yyc_kv *kv);
 
 /* Error reporting: the hook (NULL to remove it) and whether errors are also printed to stderr
  * (default false). ctx is borrowed until the hook is replaced or the storage is closed. Setting a
- * hook delivers at once, on the calling thread, an event kept from before (see yyc_error_hook). */
+ * hook delivers at once, on the calling thread, an event kept from before (see yyc_error_hook).
+ * The hook runs on the thread of the failing call, possibly while the folder's flock is held
+ * (other processes then wait for it): it must be quick and must not call this storage (queue
+ * the event instead, as yyc_diskcache does). */
 YYC_API void yyc_kv_set_error_hook(yyc_kv *kv, yyc_error_hook hook, void *ctx);
 YYC_API void yyc_kv_set_error_logs_enabled(yyc_kv *kv, bool on);
 YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
