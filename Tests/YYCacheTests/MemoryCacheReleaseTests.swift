@@ -171,20 +171,6 @@ import Testing
         #expect(eventually { cache.totalCount == 0 && tracker.liveCount == 0 })
     }
 
-    /// Whether this process services `DispatchQueue.main` (Swift Testing's async entry point
-    /// drains it on Linux; a synchronous `main` would not).
-    private func mainQueueRuns() async -> Bool {
-        let ran = Atomic<Bool>(false)
-        DispatchQueue.main.async { ran.store(true, ordering: .relaxed) }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
-        while clock.now < deadline {
-            if ran.load(ordering: .relaxed) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return false
-    }
-
     @Test func releasesOnTheMainThreadWhenAsked() async throws {
         try #require(await mainQueueRuns(), "the test runner does not service the main queue")
         let tracker = LifetimeTracker()

@@ -192,19 +192,6 @@ private func checkLifetimes<V>(
         #expect(saw)
     }
 
-    /// Whether this process services `DispatchQueue.main`.
-    private func mainQueueRuns() async -> Bool {
-        let ran = Atomic<Bool>(false)
-        DispatchQueue.main.async { ran.store(true, ordering: .relaxed) }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(5)
-        while clock.now < deadline {
-            if ran.load(ordering: .relaxed) { return true }
-            try? await Task.sleep(for: .milliseconds(2))
-        }
-        return false
-    }
-
     @Test func inlineAndBoxedValuesAreDestroyedOnTheMainQueueWhenAsked() async throws {
         try #require(await mainQueueRuns(), "the test runner does not service the main queue")
         let tracker = LifetimeTracker()

@@ -110,3 +110,19 @@ struct TemporaryFolder: ~Copyable {
         try? FileManager.default.removeItem(atPath: path)
     }
 }
+
+/// Whether this process services `DispatchQueue.main` (Swift Testing's async entry point drains
+/// it on Linux; a synchronous `main` would not). Waits up to `timeout` for a block sent there to
+/// run: a liveness wait that returns as soon as it does (under TSan, with every suite running in
+/// parallel, the main queue can take seconds to get to it).
+func mainQueueRuns(timeout: Duration = .seconds(60)) async -> Bool {
+    let ran = Atomic<Bool>(false)
+    DispatchQueue.main.async { ran.store(true, ordering: .relaxed) }
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while clock.now < deadline {
+        if ran.load(ordering: .relaxed) { return true }
+        try? await Task.sleep(for: .milliseconds(2))
+    }
+    return ran.load(ordering: .relaxed)
+}
