@@ -1847,18 +1847,19 @@ static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
  * truncate optimization), then data/ goes to the trash. The manifest file is never unlinked or
  * recreated, so this is safe while other processes have the folder open: their connections
  * stay valid (YYCache #96). Rows go first: a crash before data/ moves leaves unreferenced
- * files, never rows without files. When the delete cannot be written (a full disk: SQLite needs
- * room in the WAL; or an I/O error), the files go first instead - data/ is moved to the trash
- * and deleted at once, which frees their space - then the WAL is checkpointed and truncated and
- * the delete tried again; meanwhile (or after a crash) the rows name missing files and read as
- * misses. Busy (another connection writes) and corruption are returned as they are. */
+ * files, never rows without files. When the delete cannot be written for want of space (SQLite
+ * needs room in the WAL), the files go first instead - data/ is moved to the trash and deleted
+ * at once, which frees their space - then the WAL is checkpointed and truncated and the delete
+ * tried again; meanwhile (or after a crash, or if that fails too) the rows name missing files
+ * and read as misses. Other errors (busy, corrupt, I/O, permission) are returned with
+ * everything kept. */
 static int clear_locked(yyc_kv *kv) {
     int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
     if (rc == YYC_OK) {
         move_data_to_trash(kv, false);
         return YYC_OK;
     }
-    if (rc == YYC_EBUSY || rc == YYC_ECORRUPT || rc == YYC_ECLOSED || !kv->db) return rc;
+    if (rc != YYC_ENOSPC || !kv->db) return rc; /* (busy, corrupt, I/O: everything kept) */
     move_data_to_trash(kv, true);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return exec_cached(kv, "delete from manifest;", "remove all rows");

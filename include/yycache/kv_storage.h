@@ -141,8 +141,9 @@ YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
 /* Fast remove-all: deletes every row in one transaction, moves data/ to trash/<UUID> (emptied
  * on the background worker), vacuums the manifest and truncates its WAL. It never unlinks or
  * recreates the manifest (other connections, other processes, keep using it: YYCache #96). On a
- * full disk (or after an I/O error) the files are deleted first, freeing their space, and the
- * row delete is retried; a manifest found corrupt is rebuilt empty in place (SQLite's database
+ * full disk the files are deleted first, freeing their space, and the row delete is retried (if
+ * that fails too, YYC_ENOSPC: the rows left name missing files and read as misses); other
+ * errors leave everything as it was; a manifest found corrupt is rebuilt empty in place (SQLite's database
  * reset, under the folder lock) and the event reported (YYC_ECORRUPT through the hook). A
  * closed manifest is reopened regardless of the lazy-reopen limits.
  * Returns: YYC_OK, YYC_EBUSY (another connection writes; nothing removed), errors. */
