@@ -105,6 +105,28 @@ static void check_failed_replace_keeps_old_value(const char *tag, failing_save_f
     }
 }
 
+/* Two keys given the same custom file name: the second save never replaces the first key's
+ * file (a fresh variant is used), and removing one leaves the other's file. */
+static void kv_a_save_never_replaces_another_keys_file(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("save-shared");
+    yyc_kv *kv = open_kv(dir);
+    unsigned char a[VALUE_LEN], b[VALUE_LEN];
+    fill_pattern(a, sizeof a, 1);
+    fill_pattern(b, sizeof b, 2);
+    assert_int_equal(yyc_kv_save(kv, "a", a, sizeof a, "shared", NULL, 0), YYC_OK);
+    assert_int_equal(yyc_kv_save(kv, "b", b, sizeof b, "shared", NULL, 0), YYC_OK);
+    assert_true(reads_pattern(kv, "a", 1));
+    assert_true(reads_pattern(kv, "b", 2));
+    assert_int_equal(data_files(dir), 2);
+    assert_int_equal(yyc_kv_remove(kv, "b"), YYC_OK);
+    assert_true(reads_pattern(kv, "a", 1));
+    assert_int_equal(data_files(dir), 1);
+    yyc_kv_close(kv);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* ---------------------------------------------------------------- item 1: busy */
 
 typedef struct busy_ctx {
@@ -581,6 +603,7 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--child") == 0)
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kv_a_save_never_replaces_another_keys_file),
         cmocka_unit_test(kv_replace_blocked_by_another_writer_keeps_the_old_value),
         cmocka_unit_test(kv_replace_whose_row_write_fails_keeps_the_old_value),
         cmocka_unit_test(kv_replace_on_a_full_disk_keeps_the_old_value),
