@@ -496,7 +496,10 @@ static int db_check(yyc_kv *kv) {
         kv->open_error_count = 0;
         kv->last_open_error_time = 0;
         int rc = rebuild_in_place(kv);
-        if (rc != YYC_OK) return rc;
+        if (rc != YYC_OK) {
+            kv->rebuild_pending = true; /* (busy, say: the next call tries again) */
+            return rc;
+        }
         report(kv, false, YYC_ECORRUPT, SQLITE_CORRUPT, 0,
                "manifest was corrupt: rebuilt empty in place");
     }
@@ -1885,16 +1888,12 @@ int yyc_kv_remove_all(yyc_kv *kv) {
     folder_lock(kv);
     int rc = db_check(kv); /* (a manifest found corrupt before is rebuilt here) */
     if (rc == YYC_OK) rc = clear_locked(kv);
-    if (rc == YYC_ECORRUPT) {
-        /* Real corruption: rebuilt empty in place (data/ goes to the trash with it). */
-        kv->rebuild_pending = false;
-        yyc_error first;
-        yyc_last_error(&first);
-        rc = rebuild_in_place(kv);
-        if (rc == YYC_OK) rc = db_check(kv);
-        if (rc == YYC_OK)
-            report(kv, false, YYC_ECORRUPT, first.sqlite_code, first.sys_errno,
-                   "manifest was corrupt: rebuilt empty in place");
+    if (rc == YYC_ECORRUPT && kv->db) {
+        /* Real corruption found by the delete: db_check rebuilds the manifest empty in place
+         * (data/ goes to the trash with it), reports it and reopens. (Found by the open, the
+         * rebuild was tried there already.) */
+        kv->rebuild_pending = true;
+        rc = db_check(kv);
     }
     folder_unlock(kv);
     if (rc != YYC_OK) return rc;
