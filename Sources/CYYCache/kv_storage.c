@@ -457,8 +457,7 @@ static int db_open_once(yyc_kv *kv) {
     }
     /* Cap the WAL: after each checkpoint that lets it restart, SQLite truncates it to this
      * instead of keeping its high-water mark (per connection, not stored in the file). */
-    sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL,
-                 NULL, NULL);
+    sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
     kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
                   ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD);
     kv->use_old_row_hook = !kv->no_old_row_hook && old_row_hook_available() &&
@@ -924,7 +923,8 @@ void yyc__kv_checkpoint(yyc_kv *kv) {
 }
 
 int yyc__kv_wal_size(yyc_kv *kv, int64_t *out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     struct stat st;
     if (fstatat(kv->root_fd, MANIFEST_NAME "-wal", &st, AT_SYMLINK_NOFOLLOW) != 0) {
@@ -1968,7 +1968,8 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
 }
 
 static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = NULL;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     kv->quiet_corrupt = true;
@@ -2252,7 +2253,8 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
 }
 
 static int scalar(yyc_kv *kv, const char *sql, int64_t *out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     sqlite3_stmt *s;
     int rc = prepare(kv, sql, &s);
