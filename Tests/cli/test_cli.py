@@ -15,9 +15,11 @@ import json
 import os
 import re
 import sqlite3
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -34,7 +36,11 @@ create table if not exists manifest (key text, filename text, size integer, inli
 create index if not exists last_access_time_idx on manifest(last_access_time);
 """
 
-COMMANDS = ["stats", "ls", "get", "set", "rm", "trim", "clear", "verify"]
+COMMANDS = ["stats", "ls", "get", "set", "rm", "trim", "clear", "vacuum", "verify"]
+
+# The testing-only pause of verify --repair between its scan and its repairs (main.c).
+PAUSE_ENV = "YYCACHE_TESTING_PAUSE_BEFORE_REPAIR"
+PAUSED_LINE = b"yycache: testing: paused before repair\n"
 
 
 def md5_name(key: bytes) -> str:
@@ -93,18 +99,51 @@ class InspectorTestCase(unittest.TestCase):
             self.sql("update manifest set last_access_time = ? where key = ?", (t, key))
 
     def snapshot(self, path):
-        """Every file under path with its size, mtime and content digest."""
-        result = {}
+        """path itself and every entry under it with its type, size, mtime and content digest
+        (links are recorded with their target, never followed)."""
+        st = os.lstat(path)
+        result = {".": (st.st_mode, st.st_mtime_ns)}
         for root, dirs, files in os.walk(path):
             for name in dirs + files:
                 full = os.path.join(root, name)
                 st = os.lstat(full)
                 digest = None
-                if os.path.isfile(full):
+                if os.path.islink(full):
+                    digest = os.readlink(full)
+                elif os.path.isfile(full):
                     with open(full, "rb") as f:
                         digest = hashlib.sha256(f.read()).hexdigest()
-                result[os.path.relpath(full, path)] = (st.st_size, st.st_mtime_ns, digest)
+                result[os.path.relpath(full, path)] = (st.st_mode, st.st_size, st.st_mtime_ns,
+                                                       digest)
         return result
+
+    def make_sentinel(self, names=()):
+        """A folder outside the cache holding files (those named by names among them, so that
+        a delete through a link named data/ would hit them) and a subfolder."""
+        sentinel = os.path.join(self.tmp, "sentinel")
+        os.makedirs(os.path.join(sentinel, "sub"))
+        for name in list(names) + ["precious.txt", os.path.join("sub", "deep.txt")]:
+            with open(os.path.join(sentinel, name), "wb") as f:
+                f.write(b"precious " + name.encode())
+        return sentinel
+
+    def repair_paused(self, during, *extra):
+        """Runs verify --repair --json with the testing pause, calls during() while it waits
+        between its scan and its repairs, and returns (exit status, report)."""
+        env = dict(os.environ, **{PAUSE_ENV: "1"})
+        proc = subprocess.Popen([BINARY, "verify", self.cache, "--repair", "--json", *extra],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        try:
+            self.assertEqual(proc.stderr.readline(), PAUSED_LINE)
+            during()
+            out, err = proc.communicate(b"\n", timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertIn(proc.returncode, (0, 1), err)
+        return proc.returncode, json.loads(out)
 
     def make_yykvstorage_folder(self, path):
         """A folder as YYKVStorage writes it: one inline row, one file row with a custom file
@@ -215,13 +254,113 @@ class FolderErrors(InspectorTestCase):
             self.assertTrue(proc.stderr.startswith(f"yycache: {self.cache}: ".encode()), proc.stderr)
         self.assertEqual(self.snapshot(self.cache), before)
 
-    def test_a_writing_command_on_a_corrupt_manifest_warns_that_the_library_replaced_it(self):
-        os.makedirs(self.cache)
+    def test_a_writing_command_on_a_garbage_manifest_changes_nothing(self):
+        os.makedirs(os.path.join(self.cache, "data"))
         with open(os.path.join(self.cache, "manifest.sqlite"), "wb") as f:
             f.write(b"this is not a database" * 100)
-        proc = self.run_cli("get", self.cache, "k", expect=1)
-        self.assertIn(b"warning: manifest.sqlite was corrupt", proc.stderr)
-        self.assertEqual(self.stats_json()["count"], 0)
+        with open(os.path.join(self.cache, "data", "file"), "wb") as f:
+            f.write(b"someone's data")
+        before = self.snapshot(self.cache)
+        proc = self.run_cli("get", self.cache, "k", expect=2)
+        self.assertIn(b"not a cache folder", proc.stderr)
+        self.assertNotIn(b"replaced", proc.stderr)
+        self.assertEqual(self.snapshot(self.cache), before)
+
+
+class NonCacheFolders(InspectorTestCase):
+    """Folders that are not caches, each with something to lose in data/."""
+
+    def write_file(self, relpath, content):
+        full = os.path.join(self.cache, relpath)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(content)
+
+    def sqlite_manifest(self, script):
+        os.makedirs(self.cache, exist_ok=True)
+        db = sqlite3.connect(os.path.join(self.cache, "manifest.sqlite"))
+        db.executescript(script)
+        db.commit()
+        db.close()
+
+    def fixtures(self):
+        """(name, builder) pairs; each builder fills self.cache (which does not exist yet)."""
+        def foreign_db():
+            self.sqlite_manifest("create table songs (title text, artist text);"
+                                 "insert into songs values ('a', 'b');")
+            self.write_file("data/track01.flac", b"music" * 1000)
+
+        def foreign_table_named_manifest():
+            self.sqlite_manifest("create table manifest (path text primary key, sha text);"
+                                 "insert into manifest values ('x', 'y');")
+            self.write_file("data/x", b"file x")
+
+        def view_named_manifest():
+            self.sqlite_manifest("create table t (key text, filename text, size integer,"
+                                 " inline_data blob, modification_time integer,"
+                                 " last_access_time integer, extended_data blob);"
+                                 "create view manifest as select * from t;")
+            self.write_file("data/keep", b"keep")
+
+        def manifest_without_index():
+            self.sqlite_manifest("create table manifest (key text, filename text, size integer,"
+                                 " inline_data blob, modification_time integer,"
+                                 " last_access_time integer, extended_data blob,"
+                                 " primary key(key));")
+            self.write_file("data/keep", b"keep")
+
+        def random_file():
+            self.write_file("manifest.sqlite", os.urandom(8192))
+            self.write_file("data/photo.jpg", os.urandom(50000))
+
+        def empty_manifest_file():
+            self.write_file("manifest.sqlite", b"")
+            self.write_file("data/notes.txt", b"notes")
+
+        def empty_folder():
+            os.makedirs(self.cache)
+
+        def only_data():
+            self.write_file("data/report.pdf", b"%PDF" * 100)
+            os.makedirs(os.path.join(self.cache, "data", "sub"))
+
+        def manifest_is_a_link():
+            real = os.path.join(self.tmp, "real-cache")
+            self.set_value("k", b"v" * 30000, path=real)
+            os.makedirs(self.cache)
+            os.symlink(os.path.join(real, "manifest.sqlite"),
+                       os.path.join(self.cache, "manifest.sqlite"))
+            self.write_file("data/mine", b"mine")
+
+        return [("foreign SQLite database", foreign_db),
+                ("foreign table named manifest", foreign_table_named_manifest),
+                ("view named manifest", view_named_manifest),
+                ("manifest table without YYKVStorage's index", manifest_without_index),
+                ("random bytes named manifest.sqlite", random_file),
+                ("empty file named manifest.sqlite", empty_manifest_file),
+                ("empty folder", empty_folder),
+                ("folder with only data/", only_data),
+                ("manifest.sqlite is a link", manifest_is_a_link)]
+
+    def test_no_command_changes_a_folder_that_is_not_a_cache(self):
+        commands = [("clear",), ("rm", "k"), ("trim", "--count", "0"), ("trim", "--age", "0"),
+                    ("get", "k"), ("verify", "--repair"), ("vacuum",), ("stats",), ("ls",),
+                    ("verify",)]
+        for name, build in self.fixtures():
+            with self.subTest(folder=name):
+                shutil.rmtree(self.cache, ignore_errors=True)
+                build()
+                before = self.snapshot(self.cache)
+                outside = self.snapshot(self.tmp)
+                for args in commands:
+                    proc = self.run_cli(args[0], self.cache, *args[1:])
+                    self.assertEqual(proc.returncode, 2, (name, args, proc.stderr))
+                    self.assertIn(b"not a cache folder", proc.stderr, (name, args))
+                    self.assertEqual(self.snapshot(self.cache), before, (name, args))
+                if name != "empty folder":  # set may make a cache of an empty folder only
+                    self.run_cli("set", self.cache, "k", "-", input=b"v", expect=2)
+                    self.assertEqual(self.snapshot(self.cache), before, name)
+                self.assertEqual(self.snapshot(self.tmp), outside, name)
 
 
 class SetAndGet(InspectorTestCase):
