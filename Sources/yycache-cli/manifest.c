@@ -137,9 +137,9 @@ static void ro_close(ro_conn *c) {
     memset(c, 0, sizeof *c);
 }
 
-/* Why the open database is not a cache manifest (the reason is written to why), or true when
- * its schema is YYKVStorage's (see cli_identify_cache). *rc is set to an SQLite error when the
- * schema could not be read at all (then why is empty). */
+/* Whether the open database's schema is YYKVStorage's (see cli_identify_cache). When it is not,
+ * the reason is written to why; when the schema could not be read at all, why is empty and *rc
+ * is the SQLite error. */
 static bool schema_is_cache(sqlite3 *db, char *why, size_t why_size, int *rc) {
     static const char *const checks[] = {
         /* the table (not a view) */
@@ -192,58 +192,57 @@ static bool schema_is_cache(sqlite3 *db, char *why, size_t why_size, int *rc) {
     return true;
 }
 
+/* The failure of ro_open or of a read function, printed by with_manifest only if no retry
+ * follows. */
+static char read_error[512];
+
+static bool read_failed(const char *reason) {
+    snprintf(read_error, sizeof read_error, "%s", reason);
+    return false;
+}
+
+static bool sql_failed(sqlite3 *db) {
+    snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
+    return false;
+}
+
 /* Opens path/manifest.sqlite read-only (immutable when allowed and no -wal exists) and checks
- * that its schema is a cache manifest's. Prints the error and returns false on failure. */
+ * that its schema is a cache manifest's. On failure returns false with the reason in read_error
+ * and c->db closed; the caller still calls ro_snapshot_valid (a writer may have made the
+ * immutable reading fail) and ro_close. */
 static bool ro_open(const char *path, bool allow_immutable, ro_conn *c) {
     memset(c, 0, sizeof *c);
     c->db_path = join(path, "manifest.sqlite");
     c->wal_path = join(path, "manifest.sqlite-wal");
-    if (!c->db_path || !c->wal_path) {
-        ro_close(c);
-        return false;
-    }
+    if (!c->db_path || !c->wal_path) return read_failed("out of memory");
     struct stat wal;
     c->immutable = allow_immutable && lstat(c->wal_path, &wal) != 0 && errno == ENOENT &&
                    stat(c->db_path, &c->db_stat) == 0;
     char *uri = file_uri(c->db_path, c->immutable ? "?immutable=1" : "?mode=ro");
-    if (!uri) {
-        cli_error(path, "out of memory");
-        ro_close(c);
-        return false;
-    }
+    if (!uri) return read_failed("out of memory");
     int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
 #ifdef SQLITE_OPEN_NOFOLLOW
     flags |= SQLITE_OPEN_NOFOLLOW;
 #endif
     int rc = sqlite3_open_v2(uri, &c->db, flags, NULL);
     free(uri);
+    char why[256] = "";
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
         /* A reader never checkpoints or deletes the WAL of a cache in use. */
         sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-        char why[256];
         if (schema_is_cache(c->db, why, sizeof why, &rc)) return true;
-        if (why[0]) {
-            cli_error(path, "not a cache folder (%s)", why);
-            ro_close(c);
-            return false;
-        }
     }
-    if ((rc & 0xff) == SQLITE_NOTADB)
-        cli_error(path, "not a cache folder (manifest.sqlite is not an SQLite database)");
+    if (why[0])
+        snprintf(read_error, sizeof read_error, "not a cache folder (%s)", why);
+    else if ((rc & 0xff) == SQLITE_NOTADB)
+        read_failed("not a cache folder (manifest.sqlite is not an SQLite database)");
     else
-        cli_error(path, "cannot read manifest.sqlite: %s",
-                  c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-    ro_close(c);
+        snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s",
+                 c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    sqlite3_close(c->db);
+    c->db = NULL;
     return false;
-}
-
-bool cli_identify_cache(const char *path) {
-    if (!check_folder_and_manifest(path)) return false;
-    ro_conn c;
-    if (!ro_open(path, true, &c)) return false;
-    ro_close(&c);
-    return true;
 }
 
 /* Whether what was read is a consistent snapshot: always for an ordinary connection; for an
@@ -258,19 +257,6 @@ static bool ro_snapshot_valid(const ro_conn *c) {
            db.st_mtim.tv_nsec == c->db_stat.st_mtim.tv_nsec;
 }
 
-/* The failure of a read function, printed by with_manifest only if no retry follows. */
-static char read_error[512];
-
-static bool read_failed(const char *reason) {
-    snprintf(read_error, sizeof read_error, "%s", reason);
-    return false;
-}
-
-static bool sql_failed(sqlite3 *db) {
-    snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
-    return false;
-}
-
 /* Runs read(db, ctx) on a consistent snapshot of the manifest; reset(ctx) discards a partial
  * result before a second attempt. Returns false (error printed) on failure. */
 typedef bool (*read_fn)(sqlite3 *db, void *ctx);
@@ -278,18 +264,26 @@ typedef bool (*read_fn)(sqlite3 *db, void *ctx);
 static bool with_manifest(const char *path, read_fn read, void (*reset)(void *), void *ctx) {
     for (int attempt = 0; attempt < 2; attempt++) {
         ro_conn c;
-        if (!ro_open(path, attempt == 0, &c)) return false;
         read_error[0] = '\0';
-        bool ok = read(c.db, ctx);
+        bool ok = ro_open(path, attempt == 0, &c) && read(c.db, ctx);
         bool valid = ro_snapshot_valid(&c);
         ro_close(&c);
         if (valid) {
             if (!ok) cli_error(path, "%s", read_error);
             return ok;
         }
-        reset(ctx); /* a writer appeared while reading without locks: read again properly */
+        if (reset) reset(ctx); /* a writer appeared while reading without locks: read again */
     }
     return false; /* not reached: the second attempt is never immutable */
+}
+
+static bool read_nothing(sqlite3 *db, void *ctx) {
+    (void)db, (void)ctx;
+    return true;
+}
+
+bool cli_identify_cache(const char *path) {
+    return check_folder_and_manifest(path) && with_manifest(path, read_nothing, NULL, NULL);
 }
 
 /* ---- stats ---- */
