@@ -73,9 +73,9 @@ bool parse_duration(const char *s, int64_t *out);
 
 /* ---- read-only manifest access (manifest.c) ---- */
 
-/* One manifest row as the inspector sees it. rowid identifies it for verify --repair. key may be NULL (a NULL key column). filename is
- * NULL for inline rows (NULL or empty column, as YYKVStorage reads it). inline_len is the
- * length in bytes of inline_data (0 when NULL). */
+/* One manifest row as the inspector sees it. rowid identifies it for verify --repair. key may
+ * be NULL (a NULL key column). filename is NULL for inline rows (NULL or empty column, as
+ * YYKVStorage reads it). inline_len is the length in bytes of inline_data (0 when NULL). */
 typedef struct cli_row {
     int64_t rowid;
     char *key;

@@ -63,7 +63,7 @@ static const char general_help[] =
     "checks, read-only, that PATH is a cache (manifest.sqlite with YYKVStorage's table and\n"
     "index) and changes nothing otherwise.\n"
     "\n"
-    "Options: --bytes (exact sizes), --json (stats, ls, verify), -h/--help, --version.\n"
+    "Options: --bytes (exact sizes), --json (stats, ls, verify, vacuum), -h/--help, --version.\n"
     "Put -- before a key that begins with '-'.\n"
     "\n"
     "Exit status: 0 success; 1 no (get: no such key; verify: problems left unrepaired);\n"
@@ -763,8 +763,9 @@ static int cmd_verify(int argc, char **argv) {
         for (size_t i = 0; i < v.problem_count; i++)
             print_problem_human(&v.problems[i], exact);
         size_t n = v.problem_count, resolved = n - left - fixed;
-        printf("%zu %s, %zu %s in data/: ", v.rows.count, plural((int64_t)v.rows.count, "row", "rows"),
-               v.files_checked, entries((int64_t)v.files_checked));
+        printf("%zu %s, %zu %s in data/: ", v.rows.count,
+               plural((int64_t)v.rows.count, "row", "rows"), v.files_checked,
+               entries((int64_t)v.files_checked));
         if (n == 0)
             printf("no problems\n");
         else if (repair_mode)

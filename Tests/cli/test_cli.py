@@ -640,7 +640,8 @@ class PluralForms(InspectorTestCase):
         stats = self.run_cli("stats", self.cache, expect=0).stdout.decode()
         self.assertRegex(stats, r"inline: +1 entry, ")
         self.assertRegex(stats, r"in data/: +0 entries, ")
-        self.assertIn("removed 1 entry\n", self.run_cli("clear", self.cache, expect=0).stdout.decode())
+        cleared = self.run_cli("clear", self.cache, expect=0).stdout.decode()
+        self.assertIn("removed 1 entry\n", cleared)
 
 
 class ReadOnlyGuarantees(InspectorTestCase):
