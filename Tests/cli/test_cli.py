@@ -29,7 +29,7 @@ BINARY = None  # set in main()
 INLINE_THRESHOLD = 20480
 
 # Values the live writer stores beside the repair loop (bounded: make test; raise it by hand).
-WRITER_VALUES = int(os.environ.get("YYCACHE_CLI_WRITER_VALUES", "100"))
+WRITER_VALUES = int(os.environ.get("YYCACHE_CLI_WRITER_VALUES", "60"))
 
 # The schema as YYKVStorage creates it (spec section 2.2), byte for byte.
 YYKVSTORAGE_SCHEMA = """
@@ -962,6 +962,17 @@ class RepairUnderTheFolderProtocol(InspectorTestCase):
         finally:
             os.close(fd)
         self.assertTrue(self.verify_json("--repair", expect=0)["ok"])
+
+    def test_repair_removes_broken_rows_whose_key_is_null_or_a_blob(self):
+        self.set_value("keep", b"k")
+        for key in [None, b"\xffblob-key"]:
+            self.sql("insert into manifest (key, filename, size, inline_data, modification_time,"
+                     " last_access_time, extended_data) values (?, 'gone-' || ?, 5, null, 1, 1,"
+                     " null)", (key, "x" if key is None else "y"))
+        report = self.verify_json("--repair", expect=0)
+        self.assertEqual([(p["kind"], p["outcome"]) for p in report["problems"]],
+                         [("missing_file", "row_removed")] * 2)
+        self.assertEqual([e["key"] for e in self.ls_json()], ["keep"])
 
     def test_repair_in_a_loop_beside_a_live_writer_loses_no_acknowledged_value(self):
         self.run_beside_a_live_writer("verify", "--repair")
