@@ -42,7 +42,7 @@ private struct WeakHolder {
 /// The lifetime scenario shared by every storage kind: each value's class reference must be
 /// released exactly once after replacement, count eviction, removal, trims, removeAll and the
 /// cache's deinit, with both release policies.
-private func checkLifetimes<V>(
+private func checkLifetimes<V: Sendable>(
     _: V.Type, asynchronously: Bool, make: (Int, LifetimeTracker) -> V, id: (V) -> Int
 ) {
     let tracker = LifetimeTracker()
