@@ -23,6 +23,20 @@ import Foundation
 /// let avatar = try await disk.data(forKey: "avatar")   // off the cooperative pool
 /// ```
 ///
+/// ## Synchronous and async spellings
+///
+/// Every blocking method has an async twin with the same name, labels and defaults, which
+/// runs the disk work off the cooperative pool. Swift chooses by context: in an `async`
+/// function or closure the twin is chosen and needs `await` (there `try disk.setData(...)`
+/// without `await` does not compile, on purpose: the synchronous call would block a pool
+/// thread); in synchronous code the synchronous method is chosen.
+///
+/// One exception comes from the compiler: in top-level code (`main.swift`), Swift 6.3 ranks
+/// overloads as if the code were synchronous, so `try await disk.trim(toCount: 0)` there binds
+/// to the synchronous method (with the warning "no 'async' operations occur within 'await'
+/// expression"). Top-level code runs on the main thread, not on the pool; to use the twins
+/// there, call them from an `async` function, a `@main` type or a `Task`.
+///
 /// The corresponding C type is `yyc_diskcache`.
 public final class DiskCache: Sendable {
     // Sendable: the core's state is guarded by the C core's pthread mutex (`yyc_diskcache.lock`,
