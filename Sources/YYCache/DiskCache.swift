@@ -51,6 +51,11 @@ public final class DiskCache: Sendable {
         var callsInFlight = 0
         var coder: any CacheCoder = defaultCacheCoder
         var fileName: (@Sendable (String) -> String?)?
+        /// This object's subscriptions to the core's error reports (see ``DiskCacheErrorHub``),
+        /// each with what ends it (finishes a stream; nothing for the handler).
+        var errorSubscriptions: [UInt64: @Sendable () -> Void] = [:]
+        var didReportError: (@Sendable (CacheError) -> Void)?
+        var didReportErrorSubscription: UInt64?
     }
 
     let state: Protected<State>
@@ -105,8 +110,23 @@ public final class DiskCache: Sendable {
     deinit {
         // No call can be in flight: each one holds a strong reference to self.
         if let handle = state.withLock({ $0.handle }) {
-            yyc_diskcache_release(handle)
+            releaseCore(handle)
         }
+    }
+
+    /// Drops this object's reference to the core: ends its error subscriptions first (the
+    /// streams finish), while the core is still held.
+    private func releaseCore(_ handle: OpaquePointer) {
+        let subscriptions = state.withLock { state in
+            defer {
+                state.errorSubscriptions = [:]
+                state.didReportErrorSubscription = nil
+            }
+            return state.errorSubscriptions
+        }
+        DiskCacheErrorHub.hub(for: handle).unsubscribe(Array(subscriptions.keys), from: handle)
+        for finish in subscriptions.values { finish() }
+        yyc_diskcache_release(handle)
     }
 
     /// Closes this object: its later calls throw ``CacheError/Code/closed`` (and
@@ -123,7 +143,7 @@ public final class DiskCache: Sendable {
             defer { state.handle = nil }
             return state.handle
         }
-        if let handle { yyc_diskcache_release(handle) }
+        if let handle { releaseCore(handle) }
     }
 
     /// The coder for non-`Data` values. Default ``JSONCacheCoder``. Per object.
@@ -168,7 +188,7 @@ public final class DiskCache: Sendable {
             state.handle = nil
             return handle
         }
-        if let release { yyc_diskcache_release(release) }
+        if let release { releaseCore(release) }
     }
 }
 

@@ -27,7 +27,7 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// caches) or heap cells holding an inline value's bytes (inline caches), as integers.
     /// Only moved here, never retained, copied or destroyed: the bytes of an inline value are
     /// moved with `memcpy`, which is a valid move because inline values are bitwise takable.
-    let handedBack = Mutex<[UInt]>([])
+    let handedBack = Protected<[UInt]>([])
     /// Whether ``handedBack`` may be non-empty; set under its lock, read without it.
     let handedBackFlag = Atomic<Bool>(false)
 
