@@ -53,9 +53,10 @@ import Foundation
 /// in a generic context switches it to the first behaviour.
 ///
 /// Values stored inline are moved in and out of the C entries with `memcpy` only when Swift
-/// says the type is bitwise takable (every native Swift type on Linux); other types (C++ types
-/// with a copy or move constructor, imported with C++ interoperability) are boxed, so no user
-/// code ever runs under the cache's lock (see ``MemoryCacheStorage``).
+/// says the type is bitwise takable (most Swift types); other types (values holding a `weak`
+/// reference, C++ types with a copy or move constructor or a destructor, imported with C++
+/// interoperability) are boxed, so no user code ever runs under the cache's lock (see
+/// ``MemoryCacheStorage``).
 ///
 /// The corresponding C type is `yyc_memcache`.
 public final class MemoryCache<Key: CacheKey, Value> {

@@ -17,11 +17,12 @@ import CYYCache
 ///
 /// Inline values are moved in and out of the C entry with `memcpy`, and copied out under the
 /// C cache's lock: both are sound only for bitwise-takable types (`_isBitwiseTakable`), whose
-/// copy runs no user code (it only retains the references the value holds). Every native Swift
-/// type on Linux is one (native `weak` references included, tested). C++ types imported with
-/// C++ interoperability that have a copy constructor, move constructor or destructor (such as
-/// `std.string`) are not: they are boxed, so the C core only retains and releases the box, and
-/// the copy constructor runs in ``MemoryCache/value(forKey:)`` after the lock is released.
+/// copy runs no user code (it only retains the references the value holds). Most native Swift
+/// types are. Two kinds are not, and are boxed: values holding a `weak` reference, and C++
+/// types imported with C++ interoperability that have a copy constructor, move constructor or
+/// destructor (such as `std.string`). For a boxed value the C core only retains and releases
+/// the box, and the value's copy (a C++ copy constructor) runs in ``MemoryCache/value(forKey:)``
+/// after the lock is released.
 @usableFromInline
 enum MemoryCacheStorage<Value> {
     /// `YYC_MEMCACHE_INLINE_MAX`: the largest value stored inline, in bytes. A computed
