@@ -77,7 +77,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// Creates the cache; `inlineOps` are the value type's operations when values are stored
     /// inline and not trivial (``MemoryCacheInlineOps/none`` otherwise).
     @usableFromInline
-    init(name: String?, inlineOps: MemoryCacheInlineOps) {
+    init(name: String?, inlineOps: MemoryCacheInlineOps, policy: EvictionPolicy = .lru) {
         let events = MemoryCacheEvents<Key, Value>(inlineOps: inlineOps)
         var handle: OpaquePointer?
         let status: Int32
@@ -94,6 +94,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
             // Only allocation can fail; Swift treats running out of memory as fatal too.
             fatalError("yyc_memcache_new failed: \(String(cString: yyc_strerror(status)))")
         }
+        yyc_memcache_set_policy(handle, policy.cValue)  // cannot fail on a new cache
         self.handle = handle
         self.events = events
         self.state = Protected(State(name: name))
