@@ -18,7 +18,8 @@
  * remove, limits, trims, events, free) works the same in both modes, and "released" below
  * means "destroyed" for inline values.
  * Lookups, inserts and removals are O(1); entries live in a hash table threaded onto a doubly
- * linked list in access order (head = most recently used).
+ * linked list in access order (head = most recently used), or in insertion order for the SIEVE
+ * and S3-FIFO eviction policies (yyc_memcache_set_policy).
  *
  * Limits (count, cost, age) are soft, as in YYMemoryCache: count eviction happens during set
  * (one entry per set), cost eviction is deferred to the background worker, and an auto-trim
