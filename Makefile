@@ -81,9 +81,9 @@ BENCH_SMOKE_ARGS ?= --quick
 have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/dev/null && echo yes)
 
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
-# binutils: nm/readelf; python3: Benchmarks/run).
+# binutils: nm/readelf; python3: Benchmarks/run; xz-utils: the hit-ratio traces).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
-                binutils python3
+                binutils python3 xz-utils
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).

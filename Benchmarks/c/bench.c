@@ -43,6 +43,9 @@
 #pragma weak yyc_memcache_new_inline
 #pragma weak yyc_memcache_set_inline
 #pragma weak yyc_memcache_get_inline
+#pragma weak yyc_memcache_set_policy
+#pragma weak yyc_memcache_set_count_limit
+#pragma weak yyc_memcache_set_release_asynchronously
 #pragma weak yyc_diskcache_open
 #pragma weak yyc_diskcache_release
 #pragma weak yyc_diskcache_set
@@ -61,6 +64,8 @@ static struct {
     const char *keytype; /* footprint: str | int */
     const char *dir;
     const char *phase;   /* memory groups: run only this workload (profiling) */
+    const char *policy;  /* footprint: lru | sieve | s3fifo */
+    bool full;           /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
     int reps, warmup, threads;
     uint64_t seed;
@@ -241,6 +246,7 @@ typedef enum { MEM_OWNED, MEM_UNOWNED, MEM_INLINE } memmode;
 
 typedef struct {
     memmode mode;
+    int policy; /* yyc_eviction_policy (0: LRU) */
 } memvals;
 
 /* Sets key i to value i. */
@@ -292,23 +298,29 @@ static yyc_memcache *memcache_make(const memvals *mv) {
     if (mv->mode == MEM_INLINE) {
         static const yyc_inline_value_type u32 = {sizeof(uint32_t), 0, NULL, NULL, NULL};
         if (yyc_memcache_new_inline(&u32, &c) != YYC_OK) die("yyc_memcache_new_inline");
-        return c;
+    } else if (yyc_memcache_new(mv->mode == MEM_OWNED ? &rc_callbacks : NULL, &c) != YYC_OK) {
+        die("yyc_memcache_new");
     }
-    if (yyc_memcache_new(mv->mode == MEM_OWNED ? &rc_callbacks : NULL, &c) != YYC_OK) die("yyc_memcache_new");
+    if (mv->policy && yyc_memcache_set_policy(c, (yyc_eviction_policy)mv->policy) != YYC_OK)
+        die("yyc_memcache_set_policy");
     return c;
 }
 
-/* The memory groups' C systems. */
-static const struct { const char *id, *name; memmode mode; } mem_systems[] = {
-    {"c-memcache", "C yyc_memcache", MEM_OWNED},
-    {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", MEM_UNOWNED},
-    {"c-memcache-inline", "C yyc_memcache (inline)", MEM_INLINE},
+/* The memory groups' C systems (policy: yyc_eviction_policy; SIEVE and S3-FIFO: issue 15). */
+static const struct { const char *id, *name; memmode mode; int policy; } mem_systems[] = {
+    {"c-memcache", "C yyc_memcache", MEM_OWNED, 0},
+    {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", MEM_UNOWNED, 0},
+    {"c-memcache-inline", "C yyc_memcache (inline)", MEM_INLINE, 0},
+    {"c-memcache-sieve", "C yyc_memcache .sieve", MEM_OWNED, 1},
+    {"c-memcache-s3fifo", "C yyc_memcache .s3fifo", MEM_OWNED, 2},
 };
 #define N_MEM_SYSTEMS (sizeof mem_systems / sizeof *mem_systems)
 
 static bool mem_system_available(memmode mode) {
     return memcache_available() && (mode != MEM_INLINE || memcache_inline_available());
 }
+
+static bool mem_policy_available(int policy) { return policy == 0 || yyc_memcache_set_policy; }
 
 static void bench_memory(const char *group, bool str) {
     size_t n = (size_t)opt.keys;
@@ -321,11 +333,11 @@ static void bench_memory(const char *group, bool str) {
 
     for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
         if (!wanted(mem_systems[si].id)) continue;
-        if (!mem_system_available(mem_systems[si].mode)) {
+        if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(mem_systems[si].policy)) {
             emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {mem_systems[si].mode};
+        memvals mv = {mem_systems[si].mode, mem_systems[si].policy};
         series s[5] = {{.workload = "set_fresh"}, {.workload = "set_noresize"}, {.workload = "get_seq"}, {.workload = "get_random"}, {.workload = "get_miss50"}};
         /* --phase W runs only workload W (for profiling): the cache is then built once unless
          * W is one of the sets. */
@@ -408,11 +420,11 @@ static void bench_mixed(const char *group) {
     snprintf(wl_n, sizeof wl_n, "mixed_%dt", nt);
     for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
         if (!wanted(mem_systems[si].id)) continue;
-        if (!mem_system_available(mem_systems[si].mode)) {
+        if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(mem_systems[si].policy)) {
             emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
             continue;
         }
-        memvals mv = {mem_systems[si].mode};
+        memvals mv = {mem_systems[si].mode, mem_systems[si].policy};
         series s[2] = {{.workload = "mixed_1t"}, {.workload = wl_n}};
         int counts[2] = {1, nt};
         /* one cache per system, filled once: the mixed runs replace existing keys only */
@@ -734,16 +746,40 @@ static void bench_footprint(void) {
     if (si == N_MEM_SYSTEMS) si = 1; /* unknown: the bare core */
     id = mem_systems[si].id;
     const char *name = mem_systems[si].name;
-    if (!mem_system_available(mem_systems[si].mode)) { emit_na("footprint", id, name, "yyc_memcache_* not in the linked library"); return; }
-    size_t n = (size_t)opt.keys;
+    /* --policy P: the same system with eviction policy P; --full: at a count limit of n, after n
+     * sets, two gets of each and n sets of new keys (S3-FIFO's main queue and its ghost queue
+     * are then full: the ghost is counted). */
+    int policy = mem_systems[si].policy;
+    if (opt.policy) policy = strcmp(opt.policy, "sieve") == 0 ? 1 : strcmp(opt.policy, "s3fifo") == 0 ? 2 : 0;
+    static const char *const pnames[] = {"lru", "sieve", "s3fifo"};
+    char idbuf[128], namebuf[192];
+    snprintf(idbuf, sizeof idbuf, "%s%s%s%s", id, opt.policy ? "-" : "", opt.policy ? pnames[policy] : "",
+             opt.full ? "-full" : "");
+    snprintf(namebuf, sizeof namebuf, "%s%s%s%s", name, opt.policy ? " ." : "", opt.policy ? pnames[policy] : "",
+             opt.full ? ", at its count limit" : "");
+    id = idbuf;
+    name = namebuf;
+    if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(policy)) { emit_na("footprint", id, name, "yyc_memcache_* not in the linked library"); return; }
+    size_t n = (size_t)opt.keys, sets = opt.full ? 2 * n : n;
     keyset ks;
-    keyset_make(&ks, n, str);
-    memvals mv = {mem_systems[si].mode};
+    keyset_make(&ks, sets, str);
+    memvals mv = {mem_systems[si].mode, policy};
     double key_bytes = 0;
-    for (size_t i = 0; i < n; i++) key_bytes += (double)kl(&ks, i);
+    for (size_t i = sets - n; i < sets; i++) key_bytes += (double)kl(&ks, i); /* the keys kept */
     yyc_memcache *c = memcache_make(&mv);
+    if (opt.full) {
+        yyc_memcache_set_count_limit(c, n);
+        yyc_memcache_set_release_asynchronously(c, false);
+    }
     long before = rss_bytes();
-    for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
+    if (opt.full) { /* n keys, each read twice (S3-FIFO then fills its main queue), then n more */
+        for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
+        for (int twice = 0; twice < 2; twice++)
+            for (size_t i = 0; i < n; i++) memget(c, &ks, i, &mv);
+        for (size_t i = n; i < sets; i++) memput(c, &ks, i, &mv);
+    } else {
+        for (size_t i = 0; i < n; i++) memput(c, &ks, i, &mv);
+    }
     long after = rss_bytes();
     double per = (double)(after - before) / (double)n;
     printf("{\"group\":\"footprint\",\"id\":\"%s\",\"system\":\"%s\",\"lang\":\"c\",\"keytype\":\"%s\","
@@ -762,7 +798,8 @@ static void usage(void) {
             "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|footprint]\n"
             "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
             "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
-            "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n");
+            "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
+            "       [--policy lru|sieve|s3fifo] [--full] (footprint only)\n");
     exit(2);
 }
 
@@ -793,6 +830,8 @@ int main(int argc, char **argv) {
         else if (OPT("--threads")) opt.threads = atoi(v);
         else if (OPT("--dir")) opt.dir = v;
         else if (OPT("--phase")) opt.phase = v;
+        else if (OPT("--policy")) opt.policy = v;
+        else if (strcmp(a, "--full") == 0) opt.full = true;
         else if (OPT("--seed")) opt.seed = strtoull(v, NULL, 10);
         else usage();
 #undef OPT

@@ -19,6 +19,9 @@ static bool grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
 static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t key_len);
 static void link_head(yyc__lru_map *m, yyc__lru_node *n);
+static void link_before(yyc__lru_map *m, yyc__lru_node *n, yyc__lru_node *at);
+static void list_remove(yyc__lru_map *m, yyc__lru_node *n);
+static void unlink_hashed(yyc__lru_map *m, yyc__lru_node *n, uint64_t h);
 static void cost_add(yyc__lru_map *m, size_t cost);
 static void cost_sub(yyc__lru_map *m, size_t cost);
 
@@ -124,14 +127,30 @@ static inline __attribute__((always_inline)) uint64_t map_hash(const yyc__lru_ma
 
 /* --- totals --- */
 
-static void cost_add(yyc__lru_map *m, size_t cost) {
-    m->cost_lo += cost;
-    if (m->cost_lo < cost) m->cost_hi++;
+/* Exact two-word sums (lo, hi): removals stay exact after a sum passes SIZE_MAX. */
+static inline void sum_add(size_t *lo, size_t *hi, size_t v) {
+    *lo += v;
+    if (*lo < v) (*hi)++;
 }
 
-static void cost_sub(yyc__lru_map *m, size_t cost) {
-    if (m->cost_lo < cost) m->cost_hi--;
-    m->cost_lo -= cost;
+static inline void sum_sub(size_t *lo, size_t *hi, size_t v) {
+    if (*lo < v) (*hi)--;
+    *lo -= v;
+}
+
+static void cost_add(yyc__lru_map *m, size_t cost) { sum_add(&m->cost_lo, &m->cost_hi, cost); }
+static void cost_sub(yyc__lru_map *m, size_t cost) { sum_sub(&m->cost_lo, &m->cost_hi, cost); }
+
+/* --- links (the prev link carries the policy's bits) --- */
+
+static inline yyc__lru_node *prev_of(const yyc__lru_node *n) { return yyc__lru_node_prev(n); }
+
+static inline void set_prev(yyc__lru_node *n, yyc__lru_node *p) {
+    n->prev_bits = (uintptr_t)p | (n->prev_bits & YYC__NODE_BITS);
+}
+
+static inline bool in_small(const yyc__lru_map *m, const yyc__lru_node *n) {
+    return m->policy == YYC__POLICY_S3FIFO && !(n->prev_bits & YYC__S3_MAIN);
 }
 
 /* --- slots --- */
@@ -329,15 +348,29 @@ void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_a
     m->value_align = (uint32_t)value_align;
 }
 
-/* Clears m as after init, keeping the seed and the value layout. */
+/* Clears m as after init, keeping the seed, the value layout and the policy (the ghost queue
+ * is forgotten). */
 static void reset_keeping_seed(yyc__lru_map *m) {
     uint64_t seed = m->seed, hseed = m->hseed;
     uint32_t value_size = m->value_size, value_align = m->value_align;
+    yyc__policy policy = m->policy;
+    yyc__ghost_destroy(&m->ghost);
     memset(m, 0, sizeof *m);
     m->seed = seed;
     m->hseed = hseed;
     m->value_size = value_size;
     m->value_align = value_align;
+    m->policy = policy;
+}
+
+void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy) {
+    assert(m->count == 0);
+    assert(policy == YYC__POLICY_LRU || policy == YYC__POLICY_SIEVE ||
+           policy == YYC__POLICY_S3FIFO);
+    yyc__ghost_destroy(&m->ghost);
+    m->policy = policy;
+    m->hand = m->main_head = m->sweep = NULL;
+    m->small_count = m->small_cost_lo = m->small_cost_hi = 0;
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
@@ -508,7 +541,8 @@ static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t ke
         free(n);
         return NULL;
     }
-    n->prev = n->next = NULL;
+    n->prev_bits = 0;
+    n->next = NULL;
     n->value = NULL;
     n->cost = 0;
     n->time = 0.0;
@@ -518,11 +552,42 @@ static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t ke
 }
 
 static void link_head(yyc__lru_map *m, yyc__lru_node *n) {
-    n->prev = NULL;
+    set_prev(n, NULL);
     n->next = m->head;
-    if (m->head) m->head->prev = n;
+    if (m->head) set_prev(m->head, n);
     else m->tail = n;
     m->head = n;
+}
+
+/* Links n just before at (toward the head), or at the tail when at is NULL. */
+static void link_before(yyc__lru_map *m, yyc__lru_node *n, yyc__lru_node *at) {
+    if (!at) {
+        set_prev(n, m->tail);
+        n->next = NULL;
+        if (m->tail) m->tail->next = n;
+        else m->head = n;
+        m->tail = n;
+        return;
+    }
+    yyc__lru_node *p = prev_of(at);
+    set_prev(n, p);
+    n->next = at;
+    set_prev(at, n);
+    if (p) p->next = n;
+    else m->head = n;
+}
+
+/* Takes n off the list (its bits and the totals stay), moving every cursor that points at it
+ * to its neighbour toward the head (where the cursor would have gone next). */
+static void list_remove(yyc__lru_map *m, yyc__lru_node *n) {
+    yyc__lru_node *p = prev_of(n);
+    if (m->hand == n) m->hand = p;
+    if (m->sweep == n) m->sweep = p;
+    if (m->main_head == n) m->main_head = n->next;
+    if (p) p->next = n->next;
+    else m->head = n->next;
+    if (n->next) set_prev(n->next, p);
+    else m->tail = p;
 }
 
 static inline __attribute__((always_inline)) yyc__lru_node *
@@ -546,7 +611,17 @@ static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
     if (!grow_if_needed(m)) return false;
     table v = cur_table(m);
     place(m, &v, n, home_of(h, &v), tag_of(h, &v));
-    link_head(m, n);
+    if (m->policy == YYC__POLICY_S3FIFO && yyc__ghost_take(&m->ghost, h)) {
+        n->prev_bits |= YYC__S3_MAIN; /* seen again while in the ghost queue: main */
+        link_before(m, n, m->main_head);
+        m->main_head = n;
+    } else {
+        link_head(m, n);
+        if (m->policy == YYC__POLICY_S3FIFO) {
+            m->small_count++;
+            sum_add(&m->small_cost_lo, &m->small_cost_hi, n->cost);
+        }
+    }
     m->count++;
     cost_add(m, n->cost);
     return true;
@@ -590,35 +665,47 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
 }
 
 void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *n) {
+    assert(m->policy == YYC__POLICY_LRU);
     if (m->head == n) return;
-    /* n is not the head, so n->prev != NULL. */
-    n->prev->next = n->next;
-    if (n->next) n->next->prev = n->prev;
-    else m->tail = n->prev;
-    link_head(m, n);
+    /* n is not the head, so its prev is not NULL. An LRU node has no policy bits. */
+    yyc__lru_node *p = (yyc__lru_node *)n->prev_bits;
+    p->next = n->next;
+    if (n->next) n->next->prev_bits = (uintptr_t)p;
+    else m->tail = p;
+    n->prev_bits = 0;
+    n->next = m->head;
+    m->head->prev_bits = (uintptr_t)n;
+    m->head = n;
 }
 
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     cost_sub(m, n->cost);
     cost_add(m, cost);
+    if (in_small(m, n)) {
+        sum_sub(&m->small_cost_lo, &m->small_cost_hi, n->cost);
+        sum_add(&m->small_cost_lo, &m->small_cost_hi, cost);
+    }
     n->cost = cost;
 }
 
 /* Takes n (whose slot is already erased) off the list and updates the totals. */
 static void unlink_from_list(yyc__lru_map *m, yyc__lru_node *n) {
-    if (n->prev) n->prev->next = n->next;
-    else m->head = n->next;
-    if (n->next) n->next->prev = n->prev;
-    else m->tail = n->prev;
+    list_remove(m, n);
+    if (in_small(m, n)) {
+        m->small_count--;
+        sum_sub(&m->small_cost_lo, &m->small_cost_hi, n->cost);
+    }
     m->count--;
     cost_sub(m, n->cost);
     n->next = NULL;
-    n->prev = NULL;
+    n->prev_bits = 0;
 }
 
 /* Takes n out of the table and the list and updates the totals. */
-static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) {
-    uint64_t h = node_hash(m, n);
+static void unlink_node(yyc__lru_map *m, yyc__lru_node *n) { unlink_hashed(m, n, node_hash(m, n)); }
+
+/* unlink_node with n's hash already known. */
+static void unlink_hashed(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
     table v = cur_table(m);
     size_t pos = probe(m, &v, 0, 0, h, NULL, 0, n);
     if (pos != SIZE_MAX) {
@@ -669,6 +756,109 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m) {
         shrink_if_sparse(m); /* evictions (trims) give memory back; removals by key do not */
     }
     return n;
+}
+
+/* --- eviction policies --- */
+
+/* SIEVE: the hand sweeps toward the head (wrapping to the tail), clearing visited bits, and
+ * stops at the first unvisited node; it then rests on that node's neighbour toward the head.
+ * The map is not empty. */
+static yyc__lru_node *sieve_victim(yyc__lru_map *m) {
+    yyc__lru_node *o = m->hand ? m->hand : m->tail;
+    while (o->prev_bits & YYC__SIEVE_VISITED) {
+        o->prev_bits &= ~YYC__SIEVE_VISITED;
+        o = prev_of(o);
+        if (!o) o = m->tail;
+    }
+    m->hand = prev_of(o);
+    return o;
+}
+
+/* S3-FIFO: whether the small queue holds at least its target (see yyc__lru_map_evict). */
+static bool small_at_target(const yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+    if (count_limit == SIZE_MAX && cost_limit != SIZE_MAX)
+        return m->small_cost_hi || m->small_cost_lo >= cost_limit / 10;
+    size_t target = (count_limit != SIZE_MAX ? count_limit : m->count) / 10;
+    return m->small_count >= (target ? target : 1);
+}
+
+/* S3-FIFO: the next victim (see the top of lru_map.h). Moves nodes between and within the
+ * queues on the way; terminates because each step lowers a frequency or shrinks the small
+ * queue. The map is not empty. */
+static yyc__lru_node *s3fifo_victim(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+    for (;;) {
+        yyc__lru_node *small_tail = m->main_head ? prev_of(m->main_head) : m->tail;
+        if (small_tail && (!m->main_head || small_at_target(m, count_limit, cost_limit))) {
+            if ((small_tail->prev_bits & YYC__S3_FREQ) <= 1) return small_tail;
+            /* Accessed more than once: to main's head, which is right behind it. */
+            small_tail->prev_bits |= YYC__S3_MAIN;
+            m->small_count--;
+            sum_sub(&m->small_cost_lo, &m->small_cost_hi, small_tail->cost);
+            m->main_head = small_tail;
+            continue;
+        }
+        yyc__lru_node *t = m->tail; /* main's tail */
+        if (!(t->prev_bits & YYC__S3_FREQ)) return t;
+        t->prev_bits--; /* frequency - 1, and back to main's head */
+        if (t != m->main_head) {
+            list_remove(m, t);
+            link_before(m, t, m->main_head);
+            m->main_head = t;
+        }
+    }
+}
+
+yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+    if (m->policy == YYC__POLICY_LRU) return yyc__lru_map_pop_tail(m);
+    if (!m->tail) return NULL;
+    yyc__lru_node *n = m->policy == YYC__POLICY_SIEVE ? sieve_victim(m)
+                                                      : s3fifo_victim(m, count_limit, cost_limit);
+    uint64_t h = node_hash(m, n);
+    bool to_ghost = in_small(m, n);
+    unlink_hashed(m, n, h);
+    /* The ghost remembers as many keys as the main queue holds entries. */
+    if (to_ghost) yyc__ghost_push(&m->ghost, h, m->count - m->small_count);
+    migrate_some(m);
+    shrink_if_sparse(m);
+    return n;
+}
+
+yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key,
+                                                  size_t key_len, size_t count_limit,
+                                                  size_t cost_limit, bool *inserted,
+                                                  yyc__lru_node **evicted) {
+    *inserted = false;
+    *evicted = NULL;
+    if (key_len > UINT32_MAX) return NULL;
+    uint64_t h = map_hash(m, key, key_len);
+    yyc__lru_node *n = find_hashed(m, key, key_len, h);
+    if (n) return n;
+    if (m->count > 0 && m->count >= count_limit)
+        *evicted = yyc__lru_map_evict(m, count_limit, cost_limit);
+    n = new_node(m, key, key_len);
+    if (!n) return NULL;
+    if (!add_node(m, n, h)) {
+        free(n);
+        return NULL;
+    }
+    *inserted = true;
+    return n;
+}
+
+bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age,
+                              size_t budget, yyc__lru_node **list, yyc__lru_node **tail) {
+    if (begin) m->sweep = m->tail;
+    while (m->sweep && budget-- > 0) {
+        yyc__lru_node *n = m->sweep;
+        m->sweep = prev_of(n);
+        if (now - n->time > age) { /* false for NaN */
+            yyc__lru_map_unlink(m, n);
+            if (*tail) (*tail)->next = n;
+            else *list = n;
+            *tail = n;
+        }
+    }
+    return m->sweep == NULL;
 }
 
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
@@ -723,6 +913,54 @@ static bool check_table(const yyc__lru_map *m, const table *v, size_t start, siz
     return true;
 }
 
+/* Whether node n is on m's list (O(n)). */
+static bool on_list(const yyc__lru_map *m, const yyc__lru_node *n) {
+    for (const yyc__lru_node *x = m->head; x; x = x->next)
+        if (x == n) return true;
+    return false;
+}
+
+/* The policy part of the invariants (see lru_map.h). */
+static bool check_policy(const yyc__lru_map *m) {
+    CHECK(m->sweep == NULL || on_list(m, m->sweep));
+    switch (m->policy) {
+    case YYC__POLICY_LRU:
+        CHECK(m->hand == NULL && m->main_head == NULL);
+        CHECK(m->small_count == 0 && yyc__ghost_count(&m->ghost) == 0);
+        for (const yyc__lru_node *n = m->head; n; n = n->next) CHECK((n->prev_bits & YYC__NODE_BITS) == 0);
+        return true;
+    case YYC__POLICY_SIEVE:
+        CHECK(m->main_head == NULL && m->small_count == 0);
+        CHECK(yyc__ghost_count(&m->ghost) == 0);
+        CHECK(m->hand == NULL || on_list(m, m->hand));
+        for (const yyc__lru_node *n = m->head; n; n = n->next)
+            CHECK((n->prev_bits & YYC__NODE_BITS & ~YYC__SIEVE_VISITED) == 0);
+        return true;
+    case YYC__POLICY_S3FIFO: {
+        CHECK(m->hand == NULL);
+        size_t small = 0, lo = 0, hi = 0;
+        bool in_main = false;
+        for (const yyc__lru_node *n = m->head; n; n = n->next) {
+            CHECK((n->prev_bits & YYC__NODE_BITS & ~(YYC__S3_FREQ | YYC__S3_MAIN)) == 0);
+            bool main = (n->prev_bits & YYC__S3_MAIN) != 0;
+            if (main && !in_main) CHECK(m->main_head == n); /* the first main node */
+            CHECK(!in_main || main);                       /* small nodes come first */
+            in_main = main;
+            if (!main) {
+                small++;
+                sum_add(&lo, &hi, n->cost);
+            }
+        }
+        CHECK(in_main || m->main_head == NULL);
+        CHECK(small == m->small_count);
+        CHECK(lo == m->small_cost_lo && hi == m->small_cost_hi);
+        return yyc__ghost_check(&m->ghost);
+    }
+    }
+    CHECK(!"unknown policy");
+    return false;
+}
+
 bool yyc__lru_map_check(const yyc__lru_map *m) {
     CHECK((m->slots == NULL) == (m->mask == 0));
     CHECK(m->value_align >= 1 && m->value_align <= YYC__LRU_MAX_VALUE_ALIGN &&
@@ -752,7 +990,7 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
     size_t n_list = 0, lo = 0, hi = 0;
     const yyc__lru_node *prev = NULL;
     for (const yyc__lru_node *n = m->head; n; n = n->next) {
-        CHECK(n->prev == prev);
+        CHECK(prev_of(n) == prev);
         CHECK(n_list < m->count); /* also stops cycles */
         n_list++;
         lo += n->cost;
@@ -774,7 +1012,7 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         if (!check_table(m, &ov, m->migrate_start, m->migrate_pos, &entries)) return false;
     }
     CHECK(entries == m->count);
-    return true;
+    return check_policy(m);
 }
 #undef CHECK
 #endif /* YYC_TESTING */

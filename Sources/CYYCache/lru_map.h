@@ -17,6 +17,30 @@
  * rehashes its key, while resizing mostly does not (the slot has the bits it needs; see
  * lru_map.c).
  *
+ * Eviction policies share the table and the one list; they differ only in what a hit does
+ * (yyc__lru_map_touch) and which node yyc__lru_map_evict picks (set once with
+ * yyc__lru_map_set_policy, while the map is empty):
+ *   - LRU (the default): the list is in access order; a hit moves the node to the head; evict
+ *     takes the tail.
+ *   - SIEVE (Zhang et al., NSDI'24): the list is in insertion order (head = newest); a hit sets
+ *     the node's visited bit; evict moves a hand from where it stopped (else the tail) toward
+ *     the head, clearing visited bits and wrapping to the tail past the head, and takes the first
+ *     unvisited node; the hand stops at that node's neighbour toward the head.
+ *   - S3-FIFO (Yang et al., SOSP'23): the list is the small queue (head .. the node before
+ *     main_head) followed by the main queue (main_head .. tail), both in insertion order. A new
+ *     key goes to the small queue's head, or to the main queue's head if its hash is in the
+ *     ghost queue (which then forgets it). A hit adds 1 to the node's 2-bit frequency (at most
+ *     3). evict takes from the small queue when it holds at least its target (10% of the
+ *     capacity, see yyc__lru_map_evict) or when main is empty, else from main. From the small
+ *     queue's tail: frequency > 1 (the paper's Algorithm 1) moves the node to main's head
+ *     (frequency kept), else it is evicted and its hash goes to the ghost queue, which
+ *     remembers as many hashes as main holds entries. From main's tail: frequency > 0 is
+ *     decremented and the node moves to main's head, else it is evicted. One evict evicts
+ *     exactly one node (the paper's Algorithm 1 may also evict from main when a move fills it;
+ *     here main simply holds more until the next eviction).
+ * The policy's per-node state lives in the low bits of the node's prev link (nodes are 16-byte
+ * aligned), so every policy's node is the LRU node: no byte more per entry.
+ *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
  *
@@ -51,14 +75,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "s3fifo_ghost.h"
+
 /* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
  * chunk), + padding and value_size bytes in a map with inline values larger than a pointer.
- * The list links belong to the map: read them (to iterate: n = map.head; n; n = n->next), never
- * write them. value, time and the key bytes may be read; value and time may be written by the
- * caller (the map never reads them). Change cost only through yyc__lru_map_set_cost so that the
- * total stays right. */
+ * The list links belong to the map: read next (to iterate: n = map.head; n; n = n->next) and
+ * prev only through yyc__lru_node_prev, never write them. value, time and the key bytes may be
+ * read; value and time may be written by the caller (the map never reads them). Change cost
+ * only through yyc__lru_map_set_cost so that the total stays right. */
 typedef struct yyc__lru_node {
-    struct yyc__lru_node *prev;  /* toward the head (more recent); NULL at the head */
+    uintptr_t prev_bits;         /* the node toward the head (NULL at the head) | policy bits:
+                                  * SIEVE bit 0 = visited; S3-FIFO bits 0-1 = frequency,
+                                  * bit 2 = in the main queue; LRU none */
     struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
     void *value;                 /* opaque, owned by the caller (or small inline value bytes) */
     size_t cost;                 /* counted in the map's total cost */
@@ -96,7 +124,27 @@ typedef struct yyc__lru_node {
  *   - count is the number of nodes; no two nodes have equal keys.
  *   - the exact sum of the nodes' costs is cost_hi * 2^(bits of size_t) + cost_lo (so removals
  *     stay exact after the sum passes SIZE_MAX); yyc__lru_map_total_cost saturates it.
- *   - time order is the caller's business: the map never compares times. */
+ *   - time order is the caller's business: the map never compares times (except in
+ *     yyc__lru_map_expire_step, given the caller's clock).
+ *   - policy state (yyc__lru_map_check_policy): LRU: no node has policy bits, hand and
+ *     main_head are NULL, the ghost is empty. SIEVE: only bit 0 is used; hand is NULL or a node
+ *     of the list. S3-FIFO: only bits 0-2 are used; the nodes without the main bit come first
+ *     (the small queue), main_head is the first node with it (NULL if none); small_count and
+ *     small_cost are the small queue's count and exact cost sum; hand is NULL.
+ *   - sweep is NULL or a node of the list. */
+/* The eviction policies (YYC_EVICT_* in memory_cache.h have the same values). */
+typedef enum yyc__policy { YYC__POLICY_LRU = 0, YYC__POLICY_SIEVE = 1, YYC__POLICY_S3FIFO = 2 } yyc__policy;
+
+#define YYC__NODE_BITS ((uintptr_t)15)
+#define YYC__SIEVE_VISITED ((uintptr_t)1)
+#define YYC__S3_FREQ ((uintptr_t)3)
+#define YYC__S3_MAIN ((uintptr_t)4)
+
+/* The node toward the head, or NULL. */
+static inline struct yyc__lru_node *yyc__lru_node_prev(const yyc__lru_node *n) {
+    return (struct yyc__lru_node *)(n->prev_bits & ~YYC__NODE_BITS);
+}
+
 typedef struct yyc__lru_map {
     uint64_t *slots;         /* the table (see above); NULL until the first insert */
     size_t mask;             /* slot count - 1 (0 while slots is NULL) */
@@ -118,6 +166,14 @@ typedef struct yyc__lru_map {
     uint64_t hseed;          /* the seed premixed as the hash uses it */
     uint32_t value_size;     /* inline value bytes per node (0: none); fixed at init */
     uint32_t value_align;    /* their alignment in the node (a power of two, 1..16); fixed */
+    yyc__policy policy;      /* fixed while the map holds entries (set_policy) */
+    yyc__lru_node *hand;     /* SIEVE: the next node the hand examines; NULL: the tail */
+    yyc__lru_node *main_head; /* S3-FIFO: newest node of the main queue, NULL if main is empty */
+    yyc__lru_node *sweep;    /* expire_step: the next node to examine; NULL: none under way */
+    size_t small_count;      /* S3-FIFO: entries in the small queue */
+    size_t small_cost_lo;    /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
+    size_t small_cost_hi;
+    yyc__ghost ghost;        /* S3-FIFO: hashes of keys recently evicted from the small queue */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -171,8 +227,51 @@ yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_
 yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, size_t key_len,
                                            bool *inserted);
 
-/* Makes node the most recently used (a no-op if it is already the head). */
+/* Makes node the most recently used (a no-op if it is already the head). LRU maps only. */
 void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *node);
+
+/* Sets the eviction policy. Only while the map is empty (asserted); forgets the ghost queue. */
+void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy);
+
+/* Records a hit on node by the policy: LRU moves it to the head, SIEVE sets its visited bit,
+ * S3-FIFO adds 1 to its frequency (at most 3). Lookups that must not count (contains) do not
+ * call it. */
+static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
+    switch (m->policy) {
+    case YYC__POLICY_LRU: yyc__lru_map_move_to_head(m, node); break;
+    case YYC__POLICY_SIEVE: node->prev_bits |= YYC__SIEVE_VISITED; break;
+    case YYC__POLICY_S3FIFO:
+        if ((node->prev_bits & YYC__S3_FREQ) != YYC__S3_FREQ) node->prev_bits++;
+        break;
+    }
+}
+
+/* Unlinks and returns the policy's victim (owned by the caller, as after unlink), or NULL if
+ * the map is empty. LRU: the tail (as pop_tail). SIEVE and S3-FIFO: see the top of the file.
+ * count_limit and cost_limit are the owner's limits (SIZE_MAX: none); S3-FIFO sizes its small
+ * queue from them: 10% of count_limit entries (at least 1) when there is a count limit, else
+ * 10% of cost_limit in cost when there is a cost limit, else 10% of the current count (at
+ * least 1). May shrink the table, as pop_tail. */
+yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit);
+
+/* find_or_insert that makes room first: when key is new and the map holds count_limit entries
+ * or more, evicts one (as yyc__lru_map_evict with these limits) into *evicted before inserting
+ * (so that the new node is never the victim and S3-FIFO's ghost sees the eviction first, as
+ * in the papers). *evicted is NULL when nothing was evicted; the evicted node is the caller's
+ * even when the insert then fails (NULL returned). */
+yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key,
+                                                  size_t key_len, size_t count_limit,
+                                                  size_t cost_limit, bool *inserted,
+                                                  yyc__lru_node **evicted);
+
+/* One bounded step of an age scan over the whole list, for policies whose tail is not the
+ * least recently used (SIEVE, S3-FIFO). begin starts a scan at the tail (a scan already under
+ * way restarts). Examines up to budget nodes toward the head and unlinks those with
+ * now - time > age, appending them to the chain *list / *tail (through next). Returns true
+ * when the scan has passed the head (nodes moved or removed meanwhile keep it going: it never
+ * loops). */
+bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age,
+                              size_t budget, yyc__lru_node **list, yyc__lru_node **tail);
 
 /* Changes node's cost, keeping the total exact. */
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *node, size_t cost);

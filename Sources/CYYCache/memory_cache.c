@@ -86,6 +86,7 @@ static void auto_trim_fire(void *arg);
 
 typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
+static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worker);
 
 #ifdef YYC_TESTING
 bool yyc__memcache_check(yyc_memcache *c);
@@ -222,6 +223,15 @@ static size_t inline_align(const yyc_inline_value_type *type) {
     return align;
 }
 
+#ifdef YYC_TESTING
+/* Test builds: the policy new caches get (Tests/C/policy_support.h runs suites per policy). */
+static _Atomic int testing_default_policy = YYC_EVICT_LRU;
+void yyc__memcache_testing_default_policy(yyc_eviction_policy policy);
+void yyc__memcache_testing_default_policy(yyc_eviction_policy policy) {
+    atomic_store(&testing_default_policy, (int)policy);
+}
+#endif
+
 /* Both constructors: pointer mode when itype is NULL, inline mode otherwise (validated). */
 static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type *itype,
                      yyc_memcache **out) {
@@ -253,6 +263,9 @@ static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type 
         c->garbage_stride = sizeof(void *);
         yyc__lru_map_init(&c->map);
     }
+#ifdef YYC_TESTING
+    yyc__lru_map_set_policy(&c->map, (yyc__policy)atomic_load(&testing_default_policy));
+#endif
     c->count_limit = SIZE_MAX;
     c->cost_limit = SIZE_MAX;
     c->age_limit = DBL_MAX;
@@ -326,9 +339,15 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
 
     lock(c);
     bool inserted;
-    yyc__lru_node *n = yyc__lru_map_find_or_insert(&c->map, key, key_len, &inserted);
+    /* A new key at the count limit evicts first (the policy never picks the new entry). */
+    yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&c->map, key, key_len, c->count_limit,
+                                                          c->cost_limit, &inserted, &evicted);
     if (!n) {
+        bool queue = evicted && c->release_async && stash_list_locked(c, evicted, evicted);
+        if (c->release_async) evicted = NULL;
         unlock(c);
+        if (queue) schedule_release(c);
+        release_list(c, evicted);
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
     if (inline_mode) {
@@ -348,12 +367,13 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     }
     n->time = now;
     yyc__lru_map_set_cost(&c->map, n, cost);
-    yyc__lru_map_move_to_head(&c->map, n);
+    if (!inserted) yyc__lru_map_touch(&c->map, n); /* a new entry is where its policy put it */
     if (yyc__lru_map_total_cost(&c->map) > c->cost_limit && !c->cost_trim_pending) {
         c->cost_trim_pending = true;
         queue_trim = true;
     }
-    if (yyc__lru_map_count(&c->map) > c->count_limit) evicted = yyc__lru_map_pop_tail(&c->map);
+    if (!evicted && yyc__lru_map_count(&c->map) > c->count_limit)
+        evicted = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
     if (c->release_async) {
         if (have_old) {
             int s = stash_slot_locked(c, old);
@@ -404,8 +424,10 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
      * not be a pointer at all) and of the neighbours (relinked by the move) together: on a large
      * cache each is a likely cache miss, and this way they overlap. */
     if (!inline_mode && v && c->cb.retain) __builtin_prefetch(v, 1);
-    if (n->prev) __builtin_prefetch(n->prev, 1);
-    if (n->next) __builtin_prefetch(n->next, 1);
+    if (c->map.policy == YYC__POLICY_LRU) { /* only LRU relinks on a hit */
+        if (yyc__lru_node_prev(n)) __builtin_prefetch(yyc__lru_node_prev(n), 1);
+        if (n->next) __builtin_prefetch(n->next, 1);
+    }
     /* Copied or retained under the lock: a concurrent set cannot destroy or release the value
      * first (YYCache PR #153). An object is retained last, after the move, so that its prefetch
      * has had time to land. */
@@ -415,7 +437,7 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
         else memcpy(out, slot, c->value_size);
     }
     n->time = clock_now();
-    yyc__lru_map_move_to_head(&c->map, n);
+    yyc__lru_map_touch(&c->map, n);
     if (!inline_mode && v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     unlock(c);
     if (!inline_mode) *(void **)out = v;
@@ -552,7 +574,8 @@ static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, dou
     switch (kind) {
     case TRIM_COUNT: return yyc__lru_map_count(&c->map) > limit;
     case TRIM_COST: return yyc__lru_map_total_cost(&c->map) > limit;
-    case TRIM_AGE: return c->map.tail && now - c->map.tail->time > age; /* false for NaN */
+    case TRIM_AGE: /* LRU: the tail is the least recently used */
+        return c->map.tail && now - c->map.tail->time > age; /* false for NaN */
     }
     return false;
 }
@@ -579,7 +602,12 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
         return;
     }
     bool over = over_limit_locked(c, kind, limit, age, now);
+    bool scan = kind == TRIM_AGE && c->map.policy != YYC__POLICY_LRU;
     unlock(c);
+    if (scan) {
+        trim_age_scan(c, age, now, on_worker);
+        return;
+    }
     if (!over) return;
 
     const struct timespec pause = {0, 10 * 1000 * 1000};
@@ -587,7 +615,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
         if (pthread_mutex_trylock(&c->lock) == 0) {
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
-                yyc__lru_node *n = yyc__lru_map_pop_tail(&c->map);
+                yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -597,6 +625,32 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
                     queue_release = stash_list_locked(c, list, tail);
                     list = NULL;
                 }
+            }
+            unlock(c);
+            if (finished) break;
+        } else {
+            nanosleep(&pause, NULL);
+        }
+    }
+    if (queue_release) schedule_release(c);
+    release_list(c, list);
+}
+
+/* The age trim of SIEVE and S3-FIFO, whose tail is not the least recently used entry: a scan of
+ * the whole list, AGE_SCAN_STEP entries per lock acquisition (the same trylock loop as trim). */
+#define AGE_SCAN_STEP 64
+static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worker) {
+    const struct timespec pause = {0, 10 * 1000 * 1000};
+    yyc__lru_node *list = NULL, *tail = NULL;
+    bool begin = true, queue_release = false;
+    for (;;) {
+        if (pthread_mutex_trylock(&c->lock) == 0) {
+            bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
+                                                     &list, &tail);
+            begin = false;
+            if (finished && c->release_async && !on_worker) {
+                queue_release = stash_list_locked(c, list, tail);
+                list = NULL;
             }
             unlock(c);
             if (finished) break;
@@ -647,6 +701,27 @@ static void auto_trim_fire(void *arg) {
     if (cost != SIZE_MAX) trim(c, TRIM_COST, cost, 0.0, true);
     if (count != SIZE_MAX) trim(c, TRIM_COUNT, count, 0.0, true);
     if (!(age >= DBL_MAX) && !isnan(age)) trim(c, TRIM_AGE, 0, age, true);
+}
+
+/* --- eviction policy --- */
+
+int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy) {
+    if (!c || (policy != YYC_EVICT_LRU && policy != YYC_EVICT_SIEVE && policy != YYC_EVICT_S3FIFO))
+        return YYC_EINVAL;
+    lock(c);
+    int rc = YYC_OK;
+    if (yyc__lru_map_count(&c->map) != 0) rc = YYC_EINVAL; /* in use: too late */
+    else yyc__lru_map_set_policy(&c->map, (yyc__policy)policy);
+    unlock(c);
+    return rc;
+}
+
+yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c) {
+    if (!c) return YYC_EVICT_LRU;
+    lock(c);
+    yyc_eviction_policy p = (yyc_eviction_policy)c->map.policy;
+    unlock(c);
+    return p;
 }
 
 /* --- events --- */

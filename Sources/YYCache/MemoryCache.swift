@@ -118,7 +118,10 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// `releasesOnCallersOnly`, values are released only in the callers' calls (synchronous
     /// release, background evictions handed back).
     @usableFromInline
-    init(name: String?, inlineOps: MemoryCacheInlineOps, releasesOnCallersOnly: Bool) {
+    init(
+        name: String?, inlineOps: MemoryCacheInlineOps, releasesOnCallersOnly: Bool,
+        policy: EvictionPolicy = .lru
+    ) {
         let events = MemoryCacheEvents<Key, Value>(
             inlineOps: inlineOps, storesInline: Self.storesValuesInline,
             inlineSize: MemoryCacheStorage<Value>.inlineSize,
@@ -139,6 +142,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
             fatalError("yyc_memcache_new failed: \(String(cString: yyc_strerror(status)))")
         }
         if releasesOnCallersOnly { yyc_memcache_set_release_asynchronously(handle, false) }
+        yyc_memcache_set_policy(handle, policy.cValue)  // cannot fail on a new cache
         self.handle = handle
         self.events = events
         self.state = Protected(State(name: name))

@@ -53,6 +53,33 @@ final class MemoryCacheSystem<Key: BenchKey & CacheKey>: MemSystem {
     func clear(_ keys: [Key]) { for k in keys { cache.removeValue(forKey: k) } } // as YY: one by one
 }
 
+/// An eviction policy of a ``MemoryCachePolicySystem`` (issue 15).
+protocol BenchPolicy {
+    static var policy: EvictionPolicy { get }
+    static var suffix: String { get }
+}
+enum SievePolicy: BenchPolicy {
+    static var policy: EvictionPolicy { .sieve }
+    static var suffix: String { "sieve" }
+}
+enum S3FIFOPolicy: BenchPolicy {
+    static var policy: EvictionPolicy { .s3fifo }
+    static var suffix: String { "s3fifo" }
+}
+
+/// MemoryCache with the eviction policy P (ids swift-memorycache-sieve, -s3fifo).
+final class MemoryCachePolicySystem<Key: BenchKey & CacheKey, P: BenchPolicy>: MemSystem {
+    static var id: String { "swift-memorycache-\(P.suffix)" }
+    static var name: String { "Swift MemoryCache .\(P.suffix)" }
+    static func makeKey(_ i: Int) -> Key { Key.make(i) }
+    static func makeValue(_ i: Int) -> Data { smallValue(i) }
+    let cache = MemoryCache<Key, Data>(policy: P.policy)
+    init() {}
+    @inline(__always) func set(_ key: Key, _ value: Data) { cache.setValue(value, forKey: key) }
+    @inline(__always) func get(_ key: Key) -> Int { cache.value(forKey: key)?.count ?? -1 }
+    func clear(_ keys: [Key]) { for k in keys { cache.removeValue(forKey: k) } }
+}
+
 final class DictMutexSystem<Key: BenchKey>: MemSystem, @unchecked Sendable {
     static var id: String { "swift-dict-mutex" }
     static var name: String { "Swift Dictionary+Mutex" }
@@ -149,6 +176,8 @@ func runMemory<S: MemSystem>(_: S.Type, group: String) {
 
 func benchMemory<Key: BenchKey & CacheKey>(_: Key.Type, group: String) {
     runMemory(MemoryCacheSystem<Key>.self, group: group)
+    runMemory(MemoryCachePolicySystem<Key, SievePolicy>.self, group: group)
+    runMemory(MemoryCachePolicySystem<Key, S3FIFOPolicy>.self, group: group)
     runMemory(DictMutexSystem<Key>.self, group: group)
     runMemory(DictNSLockSystem<Key>.self, group: group)
     runMemory(NSCacheSystem<Key>.self, group: group)
@@ -220,6 +249,10 @@ func benchFootprint() {
         switch id {
         case "swift-memorycache":
             footprint(MemoryCacheSystem<Key>.self, keytype: opt.keytype)
+        case "swift-memorycache-sieve":
+            footprint(MemoryCachePolicySystem<Key, SievePolicy>.self, keytype: opt.keytype)
+        case "swift-memorycache-s3fifo":
+            footprint(MemoryCachePolicySystem<Key, S3FIFOPolicy>.self, keytype: opt.keytype)
         case "swift-dict-mutex": footprint(DictMutexSystem<Key>.self, keytype: opt.keytype)
         case "swift-dict-nslock": footprint(DictNSLockSystem<Key>.self, keytype: opt.keytype)
         case "nscache": footprint(NSCacheSystem<Key>.self, keytype: opt.keytype)

@@ -28,7 +28,7 @@ static void assert_order(const yyc__lru_map *m, const char *const *keys, size_t 
         assert_memory_equal(p->key, keys[i], p->key_len);
     }
     assert_int_equal(i, n);
-    for (const yyc__lru_node *p = m->tail; p; p = p->prev) {
+    for (const yyc__lru_node *p = m->tail; p; p = yyc__lru_node_prev(p)) {
         i--;
         assert_memory_equal(p->key, keys[i], p->key_len);
     }

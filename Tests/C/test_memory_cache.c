@@ -3,7 +3,7 @@
  * auto-trim, release policy, event handlers, re-entrancy and bad input.
  * Background work is awaited with WAIT_UNTIL (a deadline), never with a fixed sleep.
  */
-#include "test_support.h"
+#include "policy_support.h"
 
 #include <float.h>
 #include <math.h>
@@ -857,15 +857,13 @@ static void cost_near_size_max_saturates_total(void **state) {
     yyc_memcache_free(c);
 }
 
+/* Run under every eviction policy (policy_support.h). */
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(new_cache_has_yymemorycache_defaults),
     cmocka_unit_test(set_then_get_returns_value),
     cmocka_unit_test(set_on_existing_key_replaces_value_and_cost),
     cmocka_unit_test(remove_deletes_entry_and_absent_key_is_ok),
     cmocka_unit_test(null_value_is_stored_as_null),
-    cmocka_unit_test(get_moves_entry_to_head),
-    cmocka_unit_test(set_on_existing_key_moves_entry_to_head),
-    cmocka_unit_test(contains_does_not_change_lru_order),
     cmocka_unit_test(trims_evict_from_the_tail),
     cmocka_unit_test(count_limit_evicts_one_tail_entry_on_set),
     cmocka_unit_test(cost_limit_trims_in_background_to_limit),
@@ -891,7 +889,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(key_longer_than_4_gib_is_refused_without_reading_it),
     cmocka_unit_test(null_key_with_length_is_rejected),
     cmocka_unit_test(null_handle_is_rejected_everywhere),
+};
+
+/* About LRU order: run with LRU only (the other policies' order: test_policies.c). */
+static const struct CMUnitTest lru_tests[] = {
+    cmocka_unit_test(get_moves_entry_to_head),
+    cmocka_unit_test(set_on_existing_key_moves_entry_to_head),
+    cmocka_unit_test(contains_does_not_change_lru_order),
     cmocka_unit_test(cost_near_size_max_saturates_total),
 };
 
-YYC_TEST_MAIN(tests)
+YYC_POLICY_TEST_MAIN(tests, lru_tests)

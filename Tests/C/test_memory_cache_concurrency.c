@@ -3,7 +3,7 @@
  * threads, and YYCache's PR #153 scenario (a reader dereferencing a value while another thread
  * replaces it). Run under ASan and TSan; a lifetime tracker catches leaks and double releases.
  */
-#include "test_support.h"
+#include "policy_support.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -300,10 +300,11 @@ static void trim_interleaves_with_concurrent_gets(void **state) {
     assert_int_equal(atomic_load(&live), 0);
 }
 
+/* Run under every eviction policy (policy_support.h). */
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(eight_threads_mixing_operations_keep_totals_consistent),
     cmocka_unit_test(replacing_one_key_while_others_read_it_is_safe),
     cmocka_unit_test(trim_interleaves_with_concurrent_gets),
 };
 
-YYC_TEST_MAIN(tests)
+YYC_EVERY_POLICY_TEST_MAIN(tests)

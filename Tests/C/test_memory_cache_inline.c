@@ -4,7 +4,7 @@
  * lock (on every path that drops a value), ENOMEM ownership, wrong-mode calls, concurrency.
  * Background work is awaited with WAIT_UNTIL (a deadline), never with a fixed sleep.
  */
-#include "test_support.h"
+#include "policy_support.h"
 
 #include <float.h>
 #include <pthread.h>
@@ -492,6 +492,7 @@ static void threads_setting_getting_and_removing_shared_keys_keep_values_alive(v
     }
 }
 
+/* Run under every eviction policy (policy_support.h). */
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(inline_cache_rejects_bad_types),
     cmocka_unit_test(wrong_mode_calls_return_einval),
@@ -505,4 +506,4 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(threads_setting_getting_and_removing_shared_keys_keep_values_alive),
 };
 
-YYC_TEST_MAIN(tests)
+YYC_EVERY_POLICY_TEST_MAIN(tests)

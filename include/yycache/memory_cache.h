@@ -18,7 +18,8 @@
  * remove, limits, trims, events, free) works the same in both modes, and "released" below
  * means "destroyed" for inline values.
  * Lookups, inserts and removals are O(1); entries live in a hash table threaded onto a doubly
- * linked list in access order (head = most recently used).
+ * linked list in access order (head = most recently used), or in insertion order for the SIEVE
+ * and S3-FIFO eviction policies (yyc_memcache_set_policy).
  *
  * Limits (count, cost, age) are soft, as in YYMemoryCache: count eviction happens during set
  * (one entry per set), cost eviction is deferred to the background worker, and an auto-trim
@@ -90,16 +91,51 @@ typedef struct yyc_inline_value_type {
  * Ownership: *out is transferred to the caller (free with yyc_memcache_free); type is copied. */
 YYC_API int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memcache **out);
 
+/* Eviction policies: which entry a count or cost limit (or a count/cost trim) removes.
+ *   YYC_EVICT_LRU (the default): the least recently used (YYMemoryCache's order); every hit
+ *     (get, or set on an existing key) moves the entry to the head of a list.
+ *   YYC_EVICT_SIEVE (NSDI'24): a FIFO queue where a hit only sets a "visited" bit; eviction
+ *     moves a hand from the oldest entry toward the newest, clearing visited bits, and evicts
+ *     the first unvisited entry. The cheapest hit; not scan resistant.
+ *   YYC_EVICT_S3FIFO (SOSP'23): a small FIFO queue (10% of the capacity) for new keys, a main
+ *     FIFO queue and a ghost queue of the hashes of keys recently evicted from the small one
+ *     (as many as main holds entries; 8-14 bytes each). A hit adds 1 to a 2-bit frequency. A
+ *     small-queue entry hit more than once moves to main when it reaches the queue's end, else
+ *     it is evicted; a key that comes back while in the ghost queue goes straight to main; main
+ *     gives each entry one more round per remaining frequency. Scan resistant. The small queue's
+ *     capacity is 10% of the count limit (at least 1 entry); with only a cost limit, 10% of the
+ *     cost limit, measured in cost; with neither (explicit trims), 10% of the current count.
+ * With every policy, contains never counts as a hit; limits, trims, the age limit (since the
+ * last access or set: SIEVE and S3-FIFO find old entries by scanning the whole list, 64 entries
+ * per lock acquisition), release modes and events behave the same, and an entry costs the same
+ * memory (the policy's bits live in the entry's list link). A new key set at the count limit
+ * evicts one entry before it is inserted, so it is never its own victim (except with a count
+ * limit of 0). */
+typedef enum yyc_eviction_policy {
+    YYC_EVICT_LRU = 0,
+    YYC_EVICT_SIEVE = 1,
+    YYC_EVICT_S3FIFO = 2
+} yyc_eviction_policy;
+
+/* Chooses the cache's eviction policy. Call it right after creation (either constructor): it
+ * is refused once the cache holds an entry.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, unknown policy, or the cache holds entries). */
+YYC_API int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy);
+
+/* The cache's eviction policy (YYC_EVICT_LRU for NULL). */
+YYC_API yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c);
+
 /* Cancels the auto-trim timer, removes every entry, waits until every value (including those
  * handed to the background worker earlier) has been released, then frees the cache.
  * NULL is fine. Must not be called while another thread still uses the cache. */
 YYC_API void yyc_memcache_free(yyc_memcache *c);
 
-/* Inserts or replaces the value for key and makes the entry the most recently used.
+/* Inserts or replaces the value for key and makes the entry the most recently used (a hit,
+ * for SIEVE and S3-FIFO; see yyc_eviction_policy).
  * The cache takes one reference to value (retain is called, under the lock). A replaced value
  * is released per the release policy. If the total cost exceeds the cost limit a background
- * trim is scheduled; if the count exceeds the count limit, the least recently used entry is
- * evicted before returning (one entry per call). value may be NULL (stored as NULL).
+ * trim is scheduled; if the count exceeds the count limit, the least recently used entry (the
+ * policy's victim) is evicted before returning (one entry per call). value may be NULL (stored as NULL).
  * Total cost saturates at SIZE_MAX instead of wrapping.
  * Returns: YYC_OK, YYC_EINVAL (NULL cache, NULL key with key_len > 0, or an inline cache),
  * YYC_ETOOBIG (key of 4 GiB or more; checked before the key is read), YYC_ENOMEM.
@@ -174,7 +210,8 @@ YYC_API double yyc_memcache_auto_trim_interval(yyc_memcache *c);
 YYC_API void yyc_memcache_set_release_asynchronously(yyc_memcache *c, bool async);
 YYC_API bool yyc_memcache_release_asynchronously(yyc_memcache *c);
 
-/* Evicts least recently used entries until the count / cost is at most the target, or every
+/* Evicts least recently used entries (the policy's victims) until the count / cost is at most
+ * the target, or every
  * entry older than `seconds` (since last access). A target of 0 (seconds <= 0 for age) removes
  * everything. Runs on the caller's thread with YYMemoryCache's trylock loop: one eviction per
  * lock acquisition, sleeping 10 ms when the lock is contended, so other threads interleave.
