@@ -1,0 +1,805 @@
+/*
+ * test_fault_loop.c - every mutating operation through every failure point (issue 11, "Fault
+ * injection, systematically"), the way SQLite tests its I/O error paths.
+ *
+ * fault_inject.h fails the Nth file-system call (open, openat, mkdir, write, fsync, rename,
+ * link, unlink, flock, ...), the Nth SQLite call of the library (open, prepare, step, exec,
+ * checkpoint) or the Nth file operation SQLite itself makes (a shim VFS: xOpen, xWrite, xSync,
+ * xTruncate, xLock, xShmMap, xDelete). For each case (one operation on a folder in a known
+ * state): a dry run counts the points the operation reaches and records the state after it;
+ * then the operation runs again on a fresh copy of the folder once per point, with that point
+ * failing, and afterwards (the object closed, the folder reopened with injection off):
+ *   - the state (every key's value and extended data, and the row count) is exactly the state
+ *     before or the state after - or, for removals documented as row by row (LRU trims, the
+ *     remove-all with progress), each key either still has its old value or is one the
+ *     operation removes;
+ *   - a call that returned YYC_OK left exactly the state after (nothing acknowledged is lost);
+ *   - a point failed with EINTR (write, flock) does not fail the call: it is retried;
+ *   - reopening reports no corruption, and the manifest is the same file as before (never
+ *     unlinked and recreated: another process may hold it open);
+ *   - nothing outside the cache folder changed (a sentinel sibling folder and the parent's
+ *     entries) and no file descriptor leaked (/proc/self/fd before and after).
+ * Faults are injected on the calling thread only; the background worker (trash emptying,
+ * orphan sweeps) runs unharmed, so the point counts are deterministic.
+ *
+ * Bounds: YYC_FAULT_POINTS_MAX points per case (default 30; 4 under TSan), spread evenly over
+ * the points the dry run counted, each with one of its kind's errors (rotating); 0 means every
+ * point. YYC_FAULT_ALL_ERRORS=1 tries every error of each point. `make soak` sets both.
+ * YYC_FAULT_ONLY=<point>:<error index> runs one point (the failure messages print it);
+ * YYC_FAULT_LIST=1 prints the kind of every point the dry run counted.
+ * Cases marked known_bug fail on today's code because of a bug being fixed elsewhere: they run,
+ * print what fails and are skipped, unless YYC_FAULT_STRICT=1 (or YYC_RUN_KNOWN_BUGS=1).
+ */
+#include "test_kv_support.h"
+
+#include "fault_inject.h"
+#include "internal.h"
+#include "kv_private.h"
+
+#include <float.h>
+
+#define THRESHOLD 1024 /* disk cache: 100-byte values inline, 3000-byte values in files */
+#define NPREFILLED 6   /* a0..a5: even inline, odd in files; a0..a2 old, a3..a5 recent */
+#define NUNIVERSE 7
+static const char *const universe[NUNIVERSE] = {"a0", "a1", "a2", "a3", "a4", "a5", "n0"};
+
+/* ---------------------------------------------------------------- values */
+
+/* A deterministic value: seed picks the content, len the size. */
+typedef struct blob {
+    unsigned char bytes[8192];
+    size_t len;
+} blob;
+
+static blob make_blob(size_t len, unsigned seed) {
+    blob b;
+    assert_true(len <= sizeof b.bytes);
+    b.len = len;
+    tk_fill(b.bytes, len, seed);
+    return b;
+}
+
+static size_t prefilled_len(int i) { return i % 2 ? 3000 + (size_t)i : 100 + (size_t)i; }
+
+/* ---------------------------------------------------------------- folder state */
+
+typedef struct entry {
+    bool present;
+    unsigned char *value, *ext;
+    size_t len, ext_len;
+} entry;
+
+typedef struct state {
+    entry e[NUNIVERSE];
+    int64_t count;
+    char problem[256]; /* non-empty: the folder could not be read cleanly */
+} state;
+
+static void state_free(state *s) {
+    for (int i = 0; i < NUNIVERSE; i++) {
+        free(s->e[i].value);
+        free(s->e[i].ext);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+static void note_corrupt(void *ctx, const yyc_error *e) {
+    state *s = ctx;
+    if (e->code == YYC_ECORRUPT && !s->problem[0])
+        snprintf(s->problem, sizeof s->problem, "reopening reported corruption: %.200s", e->message);
+}
+
+static void *dup_bytes(const void *p, size_t n) {
+    void *c = malloc(n ? n : 1);
+    assert_non_null(c);
+    if (n) memcpy(c, p, n);
+    return c;
+}
+
+/* Reads every key of the universe and the row count through a fresh storage (injection off). A
+ * folder that does not exist is empty (and is not created). */
+static void read_state(const char *dir, state *s) {
+    memset(s, 0, sizeof *s);
+    struct stat st;
+    if (stat(dir, &st) != 0) return;
+    yyc_kv *kv = NULL;
+    int rc = yyc__kv_open_ex(dir, YYC_KV_MIXED, note_corrupt, s, &kv);
+    if (rc != YYC_OK) {
+        snprintf(s->problem, sizeof s->problem, "reopen failed: %s", yyc_status_name(rc));
+        return;
+    }
+    for (int i = 0; i < NUNIVERSE; i++) {
+        yyc_kv_item *item = NULL;
+        rc = yyc_kv_get_item(kv, universe[i], &item);
+        if (rc == YYC_OK) {
+            s->e[i] = (entry){.present = true,
+                              .value = dup_bytes(item->value, item->value_len),
+                              .len = item->value_len,
+                              .ext = dup_bytes(item->extended_data, item->extended_len),
+                              .ext_len = item->extended_len};
+        } else if (rc != YYC_NOTFOUND && !s->problem[0]) {
+            snprintf(s->problem, sizeof s->problem, "reading %s: %s", universe[i],
+                     yyc_status_name(rc));
+        }
+        yyc_kv_item_free(item);
+    }
+    rc = yyc_kv_count(kv, &s->count);
+    if (rc != YYC_OK && !s->problem[0])
+        snprintf(s->problem, sizeof s->problem, "count: %s", yyc_status_name(rc));
+    yyc_kv_close(kv);
+}
+
+static bool entry_equal(const entry *a, const entry *b) {
+    if (a->present != b->present) return false;
+    if (!a->present) return true;
+    return a->len == b->len && a->ext_len == b->ext_len && !memcmp(a->value, b->value, a->len) &&
+           !memcmp(a->ext, b->ext, a->ext_len);
+}
+
+static int present_count(const state *s) {
+    int n = 0;
+    for (int i = 0; i < NUNIVERSE; i++) n += s->e[i].present;
+    return n;
+}
+
+/* Whether got equals want; if not, why (the first difference) in buf. */
+static bool state_equal(const state *got, const state *want, char *buf, size_t size) {
+    for (int i = 0; i < NUNIVERSE; i++) {
+        if (entry_equal(&got->e[i], &want->e[i])) continue;
+        const entry *g = &got->e[i], *w = &want->e[i];
+        if (!g->present) snprintf(buf, size, "%s is missing", universe[i]);
+        else if (!w->present) snprintf(buf, size, "%s is present", universe[i]);
+        else snprintf(buf, size, "%s has other bytes (%zu+%zu, expected %zu+%zu)", universe[i],
+                      g->len, g->ext_len, w->len, w->ext_len);
+        return false;
+    }
+    if (got->count != present_count(got)) {
+        snprintf(buf, size, "%lld rows, %d of them known keys", (long long)got->count,
+                 present_count(got));
+        return false;
+    }
+    return true;
+}
+
+/* Row-by-row removals: every key keeps its value from before or is one the operation removes. */
+static bool state_between(const state *got, const state *before, const state *after, char *buf,
+                          size_t size) {
+    for (int i = 0; i < NUNIVERSE; i++) {
+        const entry *g = &got->e[i];
+        if (entry_equal(g, &before->e[i]) || entry_equal(g, &after->e[i])) continue;
+        snprintf(buf, size, "%s is %s", universe[i],
+                 g->present ? "neither its old nor its new value" : "missing");
+        return false;
+    }
+    if (got->count != present_count(got)) {
+        snprintf(buf, size, "%lld rows, %d of them known keys", (long long)got->count,
+                 present_count(got));
+        return false;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- folders */
+
+typedef struct place {
+    char *base;  /* temporary folder: cache/ and sentinel/ */
+    char cache[4096];
+    char sentinel[4096];
+} place;
+
+#define SENTINEL_TEXT "not the cache's: must stay as it is"
+
+/* The folders go to YYC_FAULT_TMPDIR, else to /dev/shm when it is writable (a run is ~10 times
+ * faster on tmpfs than on a disk, with thousands of runs), else to TMPDIR or /tmp. */
+static char *fault_temp_dir(const char *tag) {
+    const char *base = getenv("YYC_FAULT_TMPDIR");
+    if (!base || !*base) base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : NULL;
+    if (!base) return test_temp_dir(tag);
+    char templ[4096];
+    snprintf(templ, sizeof templ, "%s/yyc-%s-XXXXXX", base, tag);
+    char *dir = mkdtemp(templ);
+    assert_non_null(dir);
+    return strdup(dir);
+}
+
+static place place_make(const char *tag) {
+    place p;
+    p.base = fault_temp_dir(tag);
+    tk_join(p.cache, sizeof p.cache, p.base, "cache");
+    tk_join(p.sentinel, sizeof p.sentinel, p.base, "sentinel");
+    assert_int_equal(mkdir(p.sentinel, 0700), 0);
+    char f[4096];
+    tk_write_file(tk_join(f, sizeof f, p.sentinel, "keep"), SENTINEL_TEXT, strlen(SENTINEL_TEXT));
+    return p;
+}
+
+static void place_free(place *p) {
+    test_rm_rf(p->base);
+    free(p->base);
+    p->base = NULL;
+}
+
+/* Whether anything outside the cache folder changed; why in buf. */
+static bool outside_untouched(const place *p, char *buf, size_t size) {
+    char f[4096], got[128] = "";
+    int fd = open(tk_join(f, sizeof f, p->sentinel, "keep"), O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, got, sizeof got - 1) : -1;
+    if (fd >= 0) close(fd);
+    if (n != (ssize_t)strlen(SENTINEL_TEXT) || memcmp(got, SENTINEL_TEXT, (size_t)n)) {
+        snprintf(buf, size, "the sentinel file outside the cache changed");
+        return false;
+    }
+    if (tk_count_entries(p->sentinel, ".") != 1) {
+        snprintf(buf, size, "the sentinel folder has %d entries", tk_count_entries(p->sentinel, "."));
+        return false;
+    }
+    DIR *d = opendir(p->base);
+    assert_non_null(d);
+    struct dirent *e;
+    bool ok = true;
+    while ((e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, "cache") ||
+            !strcmp(e->d_name, "sentinel"))
+            continue;
+        snprintf(buf, size, "a new entry next to the cache folder: %s", e->d_name);
+        ok = false;
+        break;
+    }
+    closedir(d);
+    return ok;
+}
+
+static int count_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    assert_non_null(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* Fills the folder: a0..a5 with extended data; a0..a2 last accessed long ago (1000..1002),
+ * a3..a5 a minute ago. Files are named md5(key), as the disk cache names them. */
+static void prefill(const char *dir) {
+    yyc_kv *kv = NULL;
+    assert_int_equal(yyc_kv_open(dir, YYC_KV_MIXED, &kv), YYC_OK);
+    for (int i = 0; i < NPREFILLED; i++) {
+        char md5[33];
+        yyc_kv_md5_filename(universe[i], md5);
+        blob v = make_blob(prefilled_len(i), (unsigned)i + 1);
+        blob x = make_blob(16, 100 + (unsigned)i);
+        assert_int_equal(yyc_kv_save(kv, universe[i], v.bytes, v.len, i % 2 ? md5 : NULL, x.bytes,
+                                     x.len),
+                         YYC_OK);
+    }
+    yyc_kv_close(kv);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "update manifest set last_access_time = case when key < 'a3' "
+             "then 1000 + rowid else %lld + rowid end;",
+             (long long)time(NULL) - 60);
+    tk_exec(dir, sql);
+}
+
+/* ---------------------------------------------------------------- operations */
+
+/* OBJ_KV_CLOSED: a storage the operation itself closes, after a save of n0 (injection off). */
+typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;
+typedef enum accept_kind { ACCEPT_BEFORE_OR_AFTER, ACCEPT_ROW_BY_ROW } accept_kind;
+
+typedef struct fault_case {
+    const char *name;
+    obj_kind obj;      /* what is opened (injection off) before the operation runs */
+    bool prefilled;    /* the folder holds a0..a5 before (else it does not exist) */
+    int (*op)(void *obj, const char *dir);
+    accept_kind accept;
+    /* Non-NULL: fails today because of a bug being fixed on that branch (see the file comment). */
+    const char *known_bug;
+} fault_case;
+
+static int kv_save_blob(void *obj, const char *key, size_t len, unsigned seed, const char *name) {
+    blob v = make_blob(len, seed);
+    blob x = make_blob(24, seed + 1);
+    return yyc_kv_save(obj, key, v.bytes, v.len, name, x.bytes, x.len);
+}
+
+static const char *md5_of(const char *key) {
+    static char md5[33];
+    yyc_kv_md5_filename(key, md5);
+    return md5;
+}
+
+static int op_kv_save_inline_new(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "n0", 200, 50, NULL);
+}
+static int op_kv_save_file_new(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "n0", 5000, 51, md5_of("n0"));
+}
+static int op_kv_replace_inline_inline(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "a0", 150, 52, NULL);
+}
+static int op_kv_replace_inline_file(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "a0", 4000, 53, md5_of("a0"));
+}
+static int op_kv_replace_file_inline(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "a1", 150, 54, NULL);
+}
+static int op_kv_replace_file_file(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "a1", 4000, 55, md5_of("a1"));
+}
+static int op_kv_replace_file_other_name(void *kv, const char *dir) {
+    (void)dir;
+    return kv_save_blob(kv, "a1", 4000, 56, "a1-renamed");
+}
+static int op_kv_remove_inline(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove(kv, "a0");
+}
+static int op_kv_remove_file(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove(kv, "a1");
+}
+static int op_kv_remove_keys(void *kv, const char *dir) {
+    (void)dir;
+    const char *keys[] = {"a0", "a1", "a2", "absent"};
+    return yyc_kv_remove_keys(kv, keys, 4);
+}
+static int op_kv_remove_larger_than(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_larger_than(kv, 1000); /* a1, a3, a5 */
+}
+static int op_kv_remove_earlier_than(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_earlier_than(kv, 1500); /* a0, a1, a2 */
+}
+static int op_kv_remove_to_fit_size(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_to_fit_size(kv, 6200); /* 9315 bytes: a0, a1, a2 go */
+}
+static int op_kv_remove_to_fit_count(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_to_fit_count(kv, 3);
+}
+static int op_kv_remove_all(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_all(kv);
+}
+static int op_kv_remove_all_progress(void *kv, const char *dir) {
+    (void)dir;
+    return yyc_kv_remove_all_progress(kv, NULL, NULL);
+}
+/* Open of a new or an existing folder: only the open is injected; run_once closes what it
+ * opened after disarming. */
+static yyc_kv *opened_kv;
+static yyc_diskcache *opened_dc;
+
+static int op_kv_open(void *unused, const char *dir) {
+    (void)unused;
+    return yyc_kv_open(dir, YYC_KV_MIXED, &opened_kv);
+}
+
+static int op_kv_close(void *kv, const char *dir) {
+    (void)dir;
+    yyc_kv_close(kv); /* (a checkpoint, and the -wal and -shm files deleted) */
+    return YYC_OK;
+}
+/* Reads write too: the access time, and the rows of values found missing or damaged. */
+static int op_kv_get_file(void *kv, const char *dir) {
+    (void)dir;
+    yyc_kv_item *item = NULL;
+    int rc = yyc_kv_get_item(kv, "a3", &item);
+    yyc_kv_item_free(item);
+    return rc;
+}
+
+static int dc_set_blob(void *dc, const char *key, size_t len, unsigned seed) {
+    blob v = make_blob(len, seed);
+    blob x = make_blob(24, seed + 1);
+    return yyc_diskcache_set(dc, key, v.bytes, v.len, x.bytes, x.len);
+}
+static int op_dc_set_inline_new(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "n0", 200, 60);
+}
+static int op_dc_set_file_new(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "n0", 5000, 61);
+}
+static int op_dc_replace_inline_inline(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "a0", 150, 62);
+}
+static int op_dc_replace_inline_file(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "a0", 4000, 63);
+}
+static int op_dc_replace_file_inline(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "a1", 150, 64);
+}
+static int op_dc_replace_file_file(void *dc, const char *dir) {
+    (void)dir;
+    return dc_set_blob(dc, "a1", 4000, 65);
+}
+static int op_dc_remove(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_remove(dc, "a1");
+}
+static int op_dc_trim_to_count(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_trim_to_count(dc, 3);
+}
+static int op_dc_trim_to_cost(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_trim_to_cost(dc, 6200);
+}
+static int op_dc_trim_to_age(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_trim_to_age(dc, 1e6); /* a0..a2 (accessed in 1970) */
+}
+static int op_dc_trim_to_free_space(void *dc, const char *dir) {
+    (void)dir;
+    /* The file system reports 0 bytes free: 3200 must be freed, a0..a2 go (6112 bytes left). */
+    fi_set_fake_free_bytes(0);
+    int rc = yyc_diskcache_trim_to_free_space(dc, 3200);
+    fi_set_fake_free_bytes(-1);
+    return rc;
+}
+static int op_dc_remove_all(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_remove_all(dc);
+}
+static int op_dc_remove_all_progress(void *dc, const char *dir) {
+    (void)dir;
+    return yyc_diskcache_remove_all_progress(dc, NULL, NULL);
+}
+static int op_dc_get(void *dc, const char *dir) {
+    (void)dir;
+    void *v = NULL;
+    size_t len = 0;
+    int rc = yyc_diskcache_get(dc, "a3", &v, &len);
+    yyc_free(v);
+    return rc;
+}
+static int op_dc_open(void *unused, const char *dir) {
+    (void)unused;
+    int rc = yyc_diskcache_open(dir, THRESHOLD, &opened_dc);
+    if (rc == YYC_OK) yyc_diskcache_set_auto_trim_interval(opened_dc, 0);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the loop */
+
+static long env_long(const char *name, long fallback) {
+    const char *s = getenv(name);
+    return s && *s ? strtol(s, NULL, 10) : fallback;
+}
+
+static bool env_flag(const char *name) {
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+#if defined(__SANITIZE_THREAD__)
+#define DEFAULT_POINTS_MAX 4
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DEFAULT_POINTS_MAX 4
+#endif
+#endif
+#ifndef DEFAULT_POINTS_MAX
+#define DEFAULT_POINTS_MAX 30
+#endif
+
+/* The identity of the manifest file (0/0 when there is none). */
+typedef struct file_id {
+    dev_t dev;
+    ino_t ino;
+} file_id;
+
+static file_id manifest_id(const char *dir) {
+    char f[4096];
+    struct stat st;
+    if (stat(tk_join(f, sizeof f, dir, "manifest.sqlite"), &st) != 0) return (file_id){0, 0};
+    return (file_id){st.st_dev, st.st_ino};
+}
+
+typedef struct run {
+    int rc;
+    file_id manifest_before, manifest_after;
+    long points;
+    bool fired;
+    fi_kind kind;
+    int error;
+    int fds_before, fds_after;
+} run;
+
+static void no_job(void *arg) { (void)arg; }
+
+/* Waits until the background worker has run every job queued so far (it runs them in order):
+ * the orphan sweep an open queues holds a read transaction that changes what a checkpoint does,
+ * so the points of a run would depend on the worker's timing. */
+static void wait_for_worker(void) {
+    static char marker;
+    if (yyc__worker_async(&marker, no_job, NULL) == YYC_OK) yyc__worker_drain(&marker);
+}
+
+/* Opens the case's object with injection off, runs the operation armed (fail_at, err_index),
+ * disarms and closes the object. */
+static void run_once(const fault_case *c, const place *p, long fail_at, int err_index, run *r) {
+    void *obj = NULL;
+    r->fds_before = count_fds();
+    r->manifest_before = manifest_id(p->cache);
+    if (c->obj == OBJ_KV || c->obj == OBJ_KV_CLOSED) {
+        assert_int_equal(yyc_kv_open(p->cache, YYC_KV_MIXED, (yyc_kv **)&obj), YYC_OK);
+    } else if (c->obj == OBJ_DC) {
+        assert_int_equal(yyc_diskcache_open(p->cache, THRESHOLD, (yyc_diskcache **)&obj), YYC_OK);
+        yyc_diskcache_set_auto_trim_interval(obj, 0);
+    }
+    if (c->obj == OBJ_KV_CLOSED) /* something for the close to checkpoint */
+        assert_int_equal(kv_save_blob(obj, "n0", 5000, 70, md5_of("n0")), YYC_OK);
+    wait_for_worker();
+    fi_arm(fail_at, err_index);
+    r->rc = c->op(obj, p->cache);
+    r->points = fi_disarm();
+    r->fired = fi_fired(&r->kind, &r->error);
+    if (c->obj == OBJ_KV) yyc_kv_close(obj);
+    else if (c->obj == OBJ_DC) yyc_diskcache_release(obj);
+    yyc_kv_close(opened_kv);
+    yyc_diskcache_release(opened_dc);
+    opened_kv = NULL;
+    opened_dc = NULL;
+    r->fds_after = count_fds();
+    r->manifest_after = manifest_id(p->cache);
+}
+
+/* The checks after one run; false with why in buf when one fails. */
+static bool check_run(const fault_case *c, const place *p, const run *r, const state *before,
+                      const state *after, char *buf, size_t size) {
+    if (!outside_untouched(p, buf, size)) return false;
+    if (r->fds_after != r->fds_before) {
+        snprintf(buf, size, "%d file descriptors leaked", r->fds_after - r->fds_before);
+        return false;
+    }
+    /* Another process may hold the manifest open: it is never unlinked and recreated (its
+     * writes would go to the unlinked file). Only a really corrupt one may be; none is here. */
+    if (r->manifest_before.ino &&
+        (r->manifest_after.ino != r->manifest_before.ino ||
+         r->manifest_after.dev != r->manifest_before.dev)) {
+        snprintf(buf, size, "the manifest was %s (another process's connection would be left on "
+                            "the unlinked file)",
+                 r->manifest_after.ino ? "unlinked and recreated" : "unlinked");
+        return false;
+    }
+    state now;
+    read_state(p->cache, &now);
+    bool ok = true;
+    char why_before[128] = "", why_after[128] = "";
+    if (now.problem[0]) {
+        snprintf(buf, size, "%s", now.problem);
+        ok = false;
+    } else if (r->rc == YYC_OK) {
+        if (!state_equal(&now, after, why_after, sizeof why_after)) {
+            snprintf(buf, size, "the call returned YYC_OK but the state is not the one after: %s",
+                     why_after);
+            ok = false;
+        }
+    } else if (c->accept == ACCEPT_ROW_BY_ROW) {
+        if (!state_between(&now, before, after, why_after, sizeof why_after)) {
+            snprintf(buf, size, "state is not a partial removal: %s", why_after);
+            ok = false;
+        }
+    } else if (!state_equal(&now, before, why_before, sizeof why_before) &&
+               !state_equal(&now, after, why_after, sizeof why_after)) {
+        snprintf(buf, size, "state is neither the one before (%s) nor the one after (%s)",
+                 why_before, why_after);
+        ok = false;
+    }
+    if (ok && r->fired && r->rc != YYC_OK &&
+        (r->kind == FI_WRITE || r->kind == FI_PWRITE || r->kind == FI_FLOCK) && r->error == EINTR) {
+        snprintf(buf, size, "an interrupted %s (EINTR) was not retried: the call failed (%s)",
+                 fi_kind_name(r->kind), yyc_status_name(r->rc));
+        ok = false;
+    }
+    state_free(&now);
+    return ok;
+}
+
+static void run_case(const fault_case *c) {
+    fi_install();
+    char tag[64];
+    snprintf(tag, sizeof tag, "fault-%.40s", c->name);
+
+    /* The state before, from a copy of the folder (reading it refreshes access times). */
+    state before, after;
+    place p = place_make(tag);
+    if (c->prefilled) prefill(p.cache);
+    read_state(p.cache, &before);
+    assert_true(!before.problem[0]);
+    place_free(&p);
+
+    /* The dry run: every point counted, nothing failing. */
+    p = place_make(tag);
+    if (c->prefilled) prefill(p.cache);
+    run r;
+    run_once(c, &p, 0, 0, &r);
+    if (r.rc != YYC_OK) fail_msg("%s: the operation fails without any fault: %s", c->name,
+                                 yyc_status_name(r.rc));
+    long npoints = r.points;
+    fi_kind *kinds = calloc((size_t)npoints + 1, sizeof *kinds);
+    assert_non_null(kinds);
+    for (long i = 1; i <= npoints; i++) kinds[i] = fi_logged_kind(i);
+    if (env_flag("YYC_FAULT_LIST"))
+        for (long i = 1; i <= npoints; i++)
+            fprintf(stderr, "%s: point %ld: %s\n", c->name, i, fi_kind_name(kinds[i]));
+    char why[512];
+    read_state(p.cache, &after);
+    assert_true(!after.problem[0]);
+    if (!outside_untouched(&p, why, sizeof why) || r.fds_after != r.fds_before)
+        fail_msg("%s: the dry run itself: %s (fds %d -> %d)", c->name, why, r.fds_before,
+                 r.fds_after);
+    place_free(&p);
+
+    long max = env_long("YYC_FAULT_POINTS_MAX", DEFAULT_POINTS_MAX);
+    bool all_errors = env_flag("YYC_FAULT_ALL_ERRORS");
+    long only_point = 0;
+    int only_error = 0;
+    const char *only = getenv("YYC_FAULT_ONLY");
+    if (only && *only) {
+        only_point = strtol(only, NULL, 10);
+        const char *colon = strchr(only, ':');
+        only_error = colon ? atoi(colon + 1) : 0;
+    }
+    long stride = max <= 0 || npoints <= max ? 1 : (npoints + max - 1) / max;
+
+    int runs = 0, failures = 0;
+    for (long pt = 1; pt <= npoints; pt++) {
+        if (only_point ? pt != only_point : ((pt - 1) % stride != 0 && pt != npoints)) continue;
+        fi_kind k = kinds[pt];
+        int nerr = fi_error_count(k);
+        int first = only_point ? only_error : (int)(((pt - 1) / stride) % nerr);
+        int count = only_point || !all_errors ? 1 : nerr;
+        for (int j = 0; j < count; j++) {
+            int ei = (first + j) % nerr;
+            p = place_make(tag);
+            if (c->prefilled) prefill(p.cache);
+            run_once(c, &p, pt, ei, &r);
+            runs++;
+            bool ok = check_run(c, &p, &r, &before, &after, why, sizeof why);
+            if (ok && r.fired && r.kind != k)
+                fprintf(stderr, "%s: note: point %ld was %s in the dry run, %s now\n", c->name, pt,
+                        fi_kind_name(k), fi_kind_name(r.kind));
+            if (!ok) {
+                failures++;
+                if (failures <= 25)
+                    fprintf(stderr,
+                            "FAULT %s: point %ld/%ld (%s, %s) -> %s: %s  "
+                            "[repro: YYC_FAULT_ONLY=%ld:%d test_fault_loop %s]\n",
+                            c->name, pt, npoints, fi_kind_name(k),
+                            fi_error_name(k, fi_error_of(k, ei)), yyc_status_name(r.rc), why, pt,
+                            ei, c->name);
+            }
+            place_free(&p);
+        }
+    }
+    free(kinds);
+    state_free(&before);
+    state_free(&after);
+    fprintf(stderr, "%s: %ld points, %d runs, %d failed%s\n", c->name, npoints, runs, failures,
+            stride > 1 ? " (a sample: YYC_FAULT_POINTS_MAX=0 runs every point)" : "");
+    bool strict = env_flag("YYC_FAULT_STRICT") || env_flag("YYC_RUN_KNOWN_BUGS");
+    if (failures && c->known_bug && !strict) {
+        fprintf(stderr,
+                "skipped: %s fails today because of a known bug fixed on branch %s "
+                "(YYC_FAULT_STRICT=1 makes it fail)\n",
+                c->name, c->known_bug);
+        skip();
+    }
+    if (!failures && c->known_bug)
+        fprintf(stderr, "%s: passes now: its known_bug (%s) can be removed\n", c->name,
+                c->known_bug);
+    if (failures) fail_msg("%s: %d of %d faulted runs broke a guarantee (above)", c->name,
+                           failures, runs);
+}
+
+/* ---------------------------------------------------------------- the cases */
+
+#define KV_WRITE "kv-write"
+#define KV_ROWS "kv-rows"
+
+#define CASE(fn, obj, prefilled, op, accept, bug)                                             \
+    static void fn(void **state) {                                                            \
+        (void)state;                                                                          \
+        static const fault_case c = {#fn, obj, prefilled, op, accept, bug};                   \
+        run_case(&c);                                                                         \
+    }
+
+#define BA ACCEPT_BEFORE_OR_AFTER
+#define RR ACCEPT_ROW_BY_ROW
+
+CASE(kv_save_inline_survives_every_fault, OBJ_KV, true, op_kv_save_inline_new, BA, NULL)
+CASE(kv_save_file_survives_every_fault, OBJ_KV, true, op_kv_save_file_new, BA, NULL)
+CASE(kv_replace_inline_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_inline, BA, NULL)
+CASE(kv_replace_inline_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_file, BA, NULL)
+CASE(kv_replace_file_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_file_inline, BA, NULL)
+CASE(kv_replace_file_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_file_file, BA, KV_WRITE)
+CASE(kv_replace_file_with_renamed_file_survives_every_fault, OBJ_KV, true, op_kv_replace_file_other_name, BA, NULL)
+CASE(kv_remove_inline_survives_every_fault, OBJ_KV, true, op_kv_remove_inline, BA, NULL)
+CASE(kv_remove_file_survives_every_fault, OBJ_KV, true, op_kv_remove_file, BA, NULL)
+CASE(kv_remove_keys_survives_every_fault, OBJ_KV, true, op_kv_remove_keys, BA, NULL)
+CASE(kv_remove_larger_than_survives_every_fault, OBJ_KV, true, op_kv_remove_larger_than, BA, NULL)
+CASE(kv_remove_earlier_than_survives_every_fault, OBJ_KV, true, op_kv_remove_earlier_than, BA, NULL)
+CASE(kv_remove_to_fit_size_survives_every_fault, OBJ_KV, true, op_kv_remove_to_fit_size, RR, NULL)
+CASE(kv_remove_to_fit_count_survives_every_fault, OBJ_KV, true, op_kv_remove_to_fit_count, RR, NULL)
+CASE(kv_remove_all_survives_every_fault, OBJ_KV, true, op_kv_remove_all, BA, KV_WRITE)
+CASE(kv_remove_all_progress_survives_every_fault, OBJ_KV, true, op_kv_remove_all_progress, RR, NULL)
+CASE(kv_open_new_folder_survives_every_fault, OBJ_NONE, false, op_kv_open, BA, NULL)
+CASE(kv_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_kv_open, BA, NULL)
+CASE(kv_close_survives_every_fault, OBJ_KV_CLOSED, true, op_kv_close, BA, NULL)
+CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
+CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
+CASE(dc_set_file_survives_every_fault, OBJ_DC, true, op_dc_set_file_new, BA, NULL)
+CASE(dc_replace_inline_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_inline, BA, NULL)
+CASE(dc_replace_inline_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_file, BA, NULL)
+CASE(dc_replace_file_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_file_inline, BA, NULL)
+CASE(dc_replace_file_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_file_file, BA, KV_WRITE)
+CASE(dc_remove_survives_every_fault, OBJ_DC, true, op_dc_remove, BA, NULL)
+CASE(dc_trim_to_count_survives_every_fault, OBJ_DC, true, op_dc_trim_to_count, RR, NULL)
+CASE(dc_trim_to_cost_survives_every_fault, OBJ_DC, true, op_dc_trim_to_cost, RR, NULL)
+CASE(dc_trim_to_age_survives_every_fault, OBJ_DC, true, op_dc_trim_to_age, BA, NULL)
+CASE(dc_trim_to_free_space_survives_every_fault, OBJ_DC, true, op_dc_trim_to_free_space, RR, NULL)
+CASE(dc_remove_all_survives_every_fault, OBJ_DC, true, op_dc_remove_all, BA, KV_WRITE)
+CASE(dc_remove_all_progress_survives_every_fault, OBJ_DC, true, op_dc_remove_all_progress, RR, NULL)
+CASE(dc_get_survives_every_fault, OBJ_DC, true, op_dc_get, BA, NULL)
+CASE(dc_open_new_folder_survives_every_fault, OBJ_NONE, false, op_dc_open, BA, NULL)
+CASE(dc_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_dc_open, BA, NULL)
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kv_save_inline_survives_every_fault),
+        cmocka_unit_test(kv_save_file_survives_every_fault),
+        cmocka_unit_test(kv_replace_inline_with_inline_survives_every_fault),
+        cmocka_unit_test(kv_replace_inline_with_file_survives_every_fault),
+        cmocka_unit_test(kv_replace_file_with_inline_survives_every_fault),
+        cmocka_unit_test(kv_replace_file_with_file_survives_every_fault),
+        cmocka_unit_test(kv_replace_file_with_renamed_file_survives_every_fault),
+        cmocka_unit_test(kv_remove_inline_survives_every_fault),
+        cmocka_unit_test(kv_remove_file_survives_every_fault),
+        cmocka_unit_test(kv_remove_keys_survives_every_fault),
+        cmocka_unit_test(kv_remove_larger_than_survives_every_fault),
+        cmocka_unit_test(kv_remove_earlier_than_survives_every_fault),
+        cmocka_unit_test(kv_remove_to_fit_size_survives_every_fault),
+        cmocka_unit_test(kv_remove_to_fit_count_survives_every_fault),
+        cmocka_unit_test(kv_remove_all_survives_every_fault),
+        cmocka_unit_test(kv_remove_all_progress_survives_every_fault),
+        cmocka_unit_test(kv_open_new_folder_survives_every_fault),
+        cmocka_unit_test(kv_open_existing_folder_survives_every_fault),
+        cmocka_unit_test(kv_close_survives_every_fault),
+        cmocka_unit_test(kv_get_item_survives_every_fault),
+        cmocka_unit_test(dc_set_inline_survives_every_fault),
+        cmocka_unit_test(dc_set_file_survives_every_fault),
+        cmocka_unit_test(dc_replace_inline_with_inline_survives_every_fault),
+        cmocka_unit_test(dc_replace_inline_with_file_survives_every_fault),
+        cmocka_unit_test(dc_replace_file_with_inline_survives_every_fault),
+        cmocka_unit_test(dc_replace_file_with_file_survives_every_fault),
+        cmocka_unit_test(dc_remove_survives_every_fault),
+        cmocka_unit_test(dc_trim_to_count_survives_every_fault),
+        cmocka_unit_test(dc_trim_to_cost_survives_every_fault),
+        cmocka_unit_test(dc_trim_to_age_survives_every_fault),
+        cmocka_unit_test(dc_trim_to_free_space_survives_every_fault),
+        cmocka_unit_test(dc_remove_all_survives_every_fault),
+        cmocka_unit_test(dc_remove_all_progress_survives_every_fault),
+        cmocka_unit_test(dc_get_survives_every_fault),
+        cmocka_unit_test(dc_open_new_folder_survives_every_fault),
+        cmocka_unit_test(dc_open_existing_folder_survives_every_fault),
+    };
+    if (argc > 1) cmocka_set_test_filter(argv[1]);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
