@@ -3,8 +3,8 @@
  *
  * Wrapped symbols (keep in sync with FAULT_WRAPPED in Tests/C/CMakeLists.txt): open, openat,
  * __open_2, __openat_2 (the _FORTIFY_SOURCE forms), mkdir, mkdirat, write, pwrite, fsync,
- * fdatasync, rename, renameat, renameat2, link, linkat, unlink, unlinkat, flock, statvfs,
- * fstatvfs, sqlite3_open_v2, sqlite3_prepare_v2, sqlite3_prepare_v3, sqlite3_step, sqlite3_exec,
+ * fdatasync, rename, renameat, renameat2, link, linkat, unlink, unlinkat, flock, stat, fstat,
+ * fstatat, read, realpath, statvfs, fstatvfs, sqlite3_open_v2, sqlite3_prepare_v2, sqlite3_prepare_v3, sqlite3_step, sqlite3_exec,
  * sqlite3_wal_checkpoint_v2. A symbol the library does not reference costs nothing.
  */
 #ifndef _GNU_SOURCE
@@ -50,6 +50,11 @@ static const struct {
     [FI_UNLINK] = {"unlink", 1, E(EIO), false},
     [FI_UNLINKAT] = {"unlinkat", 1, E(EIO), false},
     [FI_FLOCK] = {"flock", 2, E(EINTR, ENOLCK), false},
+    [FI_STAT] = {"stat", 2, E(EIO, ENOMEM), false},
+    [FI_FSTAT] = {"fstat", 2, E(EIO, ENOMEM), false},
+    [FI_FSTATAT] = {"fstatat", 2, E(EIO, ENOMEM), false},
+    [FI_READ] = {"read", 2, E(EIO, EINTR), false},
+    [FI_REALPATH] = {"realpath", 2, E(EIO, ENOMEM), false},
     [FI_SQLITE_OPEN] = {"sqlite3_open_v2", 2, E(SQLITE_CANTOPEN, SQLITE_NOMEM), true},
     [FI_SQLITE_PREPARE] = {"sqlite3_prepare", 2, E(SQLITE_NOMEM, SQLITE_IOERR), true},
     [FI_SQLITE_STEP] = {"sqlite3_step", 3, E(SQLITE_FULL, SQLITE_IOERR, SQLITE_BUSY), true},
@@ -67,6 +72,9 @@ static const struct {
 int fi_error_count(fi_kind k) { return k < FI_KIND_COUNT ? kinds[k].count : 0; }
 int fi_error_of(fi_kind k, int i) {
     return k < FI_KIND_COUNT ? kinds[k].errors[(unsigned)i % (unsigned)kinds[k].count] : 0;
+}
+bool fi_error_is_transient(fi_kind k, int error) {
+    return k < FI_KIND_COUNT && (kinds[k].sqlite ? (error & 0xff) == SQLITE_BUSY : error == EINTR);
 }
 const char *fi_kind_name(fi_kind k) { return k < FI_KIND_COUNT ? kinds[k].name : "?"; }
 const char *fi_error_name(fi_kind k, int error) {
@@ -90,6 +98,7 @@ static int armed;
 static pthread_t armed_thread;
 static long calls, fail_at;
 static int error_index;
+static bool persistent;
 static bool fired;
 static fi_kind fired_kind;
 static int fired_error;
@@ -97,11 +106,14 @@ static fi_kind *log_kinds;
 static long log_len, log_cap;
 static int64_t fake_free = -1;
 
-void fi_arm(long at, int err_index) {
+void fi_arm(long at, int err_index) { fi_arm_from(at, err_index, false); }
+
+void fi_arm_from(long at, int err_index, bool every_later) {
     armed_thread = pthread_self();
     calls = 0;
     fail_at = at;
     error_index = err_index;
+    persistent = every_later;
     fired = false;
     log_len = 0;
     __atomic_store_n(&armed, 1, __ATOMIC_RELEASE);
@@ -140,11 +152,16 @@ static bool point(fi_kind k, int *error) {
         log_kinds[log_len++] = k;
         return false;
     }
-    if (n != fail_at) return false;
-    fired = true;
-    fired_kind = k;
-    fired_error = fi_error_of(k, error_index);
-    *error = fired_error;
+    if (n < fail_at || (n > fail_at && !persistent)) return false;
+    /* A persistent fault is a broken or full disk: an interruption or a busy lock is transient
+     * (failing every retry of one would only make the caller's retry loop spin or wait). */
+    if (n > fail_at && fi_error_is_transient(k, fi_error_of(k, error_index))) return false;
+    if (n == fail_at) {
+        fired = true;
+        fired_kind = k;
+        fired_error = fi_error_of(k, error_index);
+    }
+    *error = fi_error_of(k, error_index);
     return true;
 }
 
@@ -171,6 +188,11 @@ int __real_linkat(int fromfd, const char *from, int tofd, const char *to, int fl
 int __real_unlink(const char *path);
 int __real_unlinkat(int dirfd, const char *path, int flags);
 int __real_flock(int fd, int op);
+int __real_stat(const char *path, struct stat *out);
+int __real_fstat(int fd, struct stat *out);
+int __real_fstatat(int dirfd, const char *path, struct stat *out, int flags);
+ssize_t __real_read(int fd, void *buf, size_t n);
+char *__real_realpath(const char *path, char *out);
 int __real_statvfs(const char *path, struct statvfs *out);
 int __real_fstatvfs(int fd, struct statvfs *out);
 
@@ -235,7 +257,27 @@ int __wrap_unlink(const char *path) { return FAIL_ERRNO(FI_UNLINK) ? -1 : __real
 int __wrap_unlinkat(int dirfd, const char *path, int flags) {
     return FAIL_ERRNO(FI_UNLINKAT) ? -1 : __real_unlinkat(dirfd, path, flags);
 }
-int __wrap_flock(int fd, int op) { return FAIL_ERRNO(FI_FLOCK) ? -1 : __real_flock(fd, op); }
+/* Taking a lock is a point; releasing one is not (nothing can be done about a failed unlock). */
+int __wrap_flock(int fd, int op) {
+    if (!(op & LOCK_UN) && FAIL_ERRNO(FI_FLOCK)) return -1;
+    return __real_flock(fd, op);
+}
+
+int __wrap_stat(const char *path, struct stat *out) {
+    return FAIL_ERRNO(FI_STAT) ? -1 : __real_stat(path, out);
+}
+int __wrap_fstat(int fd, struct stat *out) {
+    return FAIL_ERRNO(FI_FSTAT) ? -1 : __real_fstat(fd, out);
+}
+int __wrap_fstatat(int dirfd, const char *path, struct stat *out, int flags) {
+    return FAIL_ERRNO(FI_FSTATAT) ? -1 : __real_fstatat(dirfd, path, out, flags);
+}
+ssize_t __wrap_read(int fd, void *buf, size_t n) {
+    return FAIL_ERRNO(FI_READ) ? -1 : __real_read(fd, buf, n);
+}
+char *__wrap_realpath(const char *path, char *out) {
+    return FAIL_ERRNO(FI_REALPATH) ? NULL : __real_realpath(path, out);
+}
 
 static void fake_space(struct statvfs *out) {
     int64_t fake = __atomic_load_n(&fake_free, __ATOMIC_RELAXED);

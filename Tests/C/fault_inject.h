@@ -11,7 +11,8 @@
  * Each such call is a "point". While armed, only calls made on the thread that armed count (the
  * library's background worker is left alone, so counts are deterministic); the armed point fails
  * with one of the errors listed for its kind (an errno value for a libc call, a result code for
- * SQLite), without calling the real function. Every other call is forwarded unchanged.
+ * SQLite), without calling the real function. Every other call is forwarded unchanged. (An
+ * flock that releases a lock is not a point: only taking one is.)
  *
  * Thread safety: arm, disarm and the queries on one thread at a time; the wrappers are safe on
  * any thread.
@@ -39,6 +40,11 @@ typedef enum fi_kind {
     FI_UNLINK,
     FI_UNLINKAT,
     FI_FLOCK,
+    FI_STAT,
+    FI_FSTAT,
+    FI_FSTATAT,
+    FI_READ,
+    FI_REALPATH,
     FI_SQLITE_OPEN,
     FI_SQLITE_PREPARE,
     FI_SQLITE_STEP,
@@ -62,18 +68,25 @@ void fi_install(void);
  * fail_at == N fails the Nth point with error number error_index of its kind (modulo the
  * number of errors of the kind). */
 void fi_arm(long fail_at, int error_index);
+/* The same; with every_later, every point after the Nth fails too (a disk that stays full or
+ * broken), each with error number error_index of its own kind - except where that error is
+ * EINTR or SQLITE_BUSY, which only the Nth gets. */
+void fi_arm_from(long fail_at, int error_index, bool every_later);
 /* Disarms; returns the number of points reached since fi_arm. */
 long fi_disarm(void);
 
 /* After a counting run (fail_at 0): the kind of point n (1-based), FI_KIND_COUNT if beyond. */
 fi_kind fi_logged_kind(long n);
-/* After a failing run: whether the armed point was reached, and its kind and error. */
+/* After a failing run: whether the armed point was reached, and its kind and error (the
+ * first failure of a persistent run). */
 bool fi_fired(fi_kind *kind, int *error);
 
 /* The errors a point of this kind fails with, and names for messages. */
 int fi_error_count(fi_kind kind);
 int fi_error_of(fi_kind kind, int index);
 const char *fi_kind_name(fi_kind kind);
+/* Whether the error is a transient one (EINTR, SQLITE_BUSY): a retry may succeed. */
+bool fi_error_is_transient(fi_kind kind, int error);
 const char *fi_error_name(fi_kind kind, int error);
 
 /* statvfs/fstatvfs report this many bytes available (f_bavail) on every file system; negative

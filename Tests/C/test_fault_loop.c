@@ -3,12 +3,16 @@
  * injection, systematically"), the way SQLite tests its I/O error paths.
  *
  * fault_inject.h fails the Nth file-system call (open, openat, mkdir, write, fsync, rename,
- * link, unlink, flock, ...), the Nth SQLite call of the library (open, prepare, step, exec,
+ * link, unlink, flock, stat, read, realpath, ...), the Nth SQLite call of the library (open, prepare, step, exec,
  * checkpoint) or the Nth file operation SQLite itself makes (a shim VFS: xOpen, xWrite, xSync,
  * xTruncate, xLock, xShmMap, xDelete). For each case (one operation on a folder in a known
  * state): a dry run counts the points the operation reaches and records the state after it;
- * then the operation runs again on a fresh copy of the folder once per point, with that point
- * failing, and afterwards (the object closed, the folder reopened with injection off):
+ * then the operation runs again on a fresh copy of the folder once per point with that point
+ * failing once, and once with that point and every later one failing (a disk that stays full
+ * or broken; EINTR and SQLITE_BUSY stay transient). Afterwards, injection off:
+ *   - the same object works: a value saved, read back and removed (or YYC_ECLOSED, while a
+ *     storage whose reopen failed waits before it tries again);
+ * and, once the object is closed and the folder reopened:
  *   - the state (every key's value and extended data, and the row count) is exactly the state
  *     before or the state after - or, for removals documented as row by row (LRU trims, the
  *     remove-all with progress), each key either still has its old value or is one the
@@ -25,7 +29,8 @@
  * Bounds: YYC_FAULT_POINTS_MAX points per case (default 30; 4 under TSan), spread evenly over
  * the points the dry run counted, each with one of its kind's errors (rotating); 0 means every
  * point. YYC_FAULT_ALL_ERRORS=1 tries every error of each point. `make soak` sets both.
- * YYC_FAULT_ONLY=<point>:<error index> runs one point (the failure messages print it);
+ * YYC_FAULT_ONLY=<point>:<error index>[:<0 once|1 persistent>] runs one point (the failure
+ * messages print it);
  * YYC_FAULT_LIST=1 prints the kind of every point the dry run counted.
  * Cases marked known_bug fail on today's code because of a bug being fixed elsewhere: they run,
  * print what fails and are skipped, unless YYC_FAULT_STRICT=1 (or YYC_RUN_KNOWN_BUGS=1).
@@ -519,6 +524,8 @@ typedef struct run {
     fi_kind kind;
     int error;
     int fds_before, fds_after;
+    int again_rc;           /* the same object used once more, injection off */
+    char again_what[64];    /* which step of that failed */
 } run;
 
 static void no_job(void *arg) { (void)arg; }
@@ -533,7 +540,35 @@ static void wait_for_worker(void) {
 
 /* Opens the case's object with injection off, runs the operation armed (fail_at, err_index),
  * disarms and closes the object. */
-static void run_once(const fault_case *c, const place *p, long fail_at, int err_index, run *r) {
+/* The object still works once the fault is gone: a file value saved, read back and removed
+ * (the state is left as it was). YYC_ECLOSED is accepted: after a failed reopen of the manifest
+ * the storage waits before it tries again (YYKVStorage's limits, spec 2.3). */
+static int works_again(obj_kind kind, void *obj, char what[64]) {
+    if (!obj) return YYC_OK;
+    blob v = make_blob(4000, 80);
+    void *got = NULL;
+    size_t len = 0;
+    int rc;
+    bool kv = kind != OBJ_DC;
+    snprintf(what, 64, "save");
+    rc = kv ? yyc_kv_save(obj, "zz", v.bytes, v.len, md5_of("zz"), NULL, 0)
+            : yyc_diskcache_set(obj, "zz", v.bytes, v.len, NULL, 0);
+    if (rc == YYC_OK) {
+        snprintf(what, 64, "read back");
+        rc = kv ? yyc_kv_get_value(obj, "zz", &got, &len) : yyc_diskcache_get(obj, "zz", &got, &len);
+        if (rc == YYC_OK && (len != v.len || memcmp(got, v.bytes, len))) rc = YYC_ECORRUPT;
+        yyc_free(got);
+    }
+    int rm = kv ? yyc_kv_remove(obj, "zz") : yyc_diskcache_remove(obj, "zz");
+    if (rc == YYC_OK && rm != YYC_OK) {
+        snprintf(what, 64, "remove");
+        rc = rm;
+    }
+    return rc == YYC_ECLOSED ? YYC_OK : rc;
+}
+
+static void run_once(const fault_case *c, const place *p, long fail_at, int err_index,
+                     bool persistent, run *r) {
     void *obj = NULL;
     r->fds_before = count_fds();
     r->manifest_before = manifest_id(p->cache);
@@ -546,10 +581,15 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
     if (c->obj == OBJ_KV_CLOSED) /* something for the close to checkpoint */
         assert_int_equal(kv_save_blob(obj, "n0", 5000, 70, md5_of("n0")), YYC_OK);
     wait_for_worker();
-    fi_arm(fail_at, err_index);
+    fi_arm_from(fail_at, err_index, persistent);
     r->rc = c->op(obj, p->cache);
     r->points = fi_disarm();
     r->fired = fi_fired(&r->kind, &r->error);
+    r->again_rc = c->obj == OBJ_KV_CLOSED ? YYC_OK
+                  : c->obj == OBJ_NONE   ? works_again(opened_dc ? OBJ_DC : OBJ_KV,
+                                                       opened_dc ? (void *)opened_dc : opened_kv,
+                                                       r->again_what)
+                                         : works_again(c->obj, obj, r->again_what);
     if (c->obj == OBJ_KV) yyc_kv_close(obj);
     else if (c->obj == OBJ_DC) yyc_diskcache_release(obj);
     yyc_kv_close(opened_kv);
@@ -561,8 +601,15 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
 }
 
 /* The checks after one run; false with why in buf when one fails. */
+/* A check that fails today because of a bug reported in issue 11 that no case flag covers: the
+ * folder lock's errors other than EINTR are ignored (item 10). Such runs are reported as known,
+ * not failed, unless YYC_FAULT_STRICT=1. */
+#define LOCK_ERRORS_IGNORED "issue 11 item 10 (folder lock errors ignored)"
+
+/* The checks after one run; false with why in buf when one fails (*known: the known bug that
+ * explains it, else left NULL). */
 static bool check_run(const fault_case *c, const place *p, const run *r, const state *before,
-                      const state *after, char *buf, size_t size) {
+                      const state *after, char *buf, size_t size, const char **known) {
     if (!outside_untouched(p, buf, size)) return false;
     if (r->fds_after != r->fds_before) {
         snprintf(buf, size, "%d file descriptors leaked", r->fds_after - r->fds_before);
@@ -603,9 +650,22 @@ static bool check_run(const fault_case *c, const place *p, const run *r, const s
         ok = false;
     }
     if (ok && r->fired && r->rc != YYC_OK &&
-        (r->kind == FI_WRITE || r->kind == FI_PWRITE || r->kind == FI_FLOCK) && r->error == EINTR) {
+        (r->kind == FI_WRITE || r->kind == FI_PWRITE || r->kind == FI_FLOCK ||
+         r->kind == FI_READ) &&
+        r->error == EINTR) {
         snprintf(buf, size, "an interrupted %s (EINTR) was not retried: the call failed (%s)",
                  fi_kind_name(r->kind), yyc_status_name(r->rc));
+        ok = false;
+    }
+    if (ok && r->fired && r->rc == YYC_OK && r->kind == FI_FLOCK && r->error != EINTR) {
+        snprintf(buf, size, "taking the folder lock failed (%s) and the call went on without it",
+                 fi_error_name(r->kind, r->error));
+        *known = LOCK_ERRORS_IGNORED;
+        ok = false;
+    }
+    if (ok && r->again_rc != YYC_OK) {
+        snprintf(buf, size, "the same object does not work once the fault is gone: %s fails (%s)",
+                 r->again_what, yyc_status_name(r->again_rc));
         ok = false;
     }
     state_free(&now);
@@ -629,7 +689,7 @@ static void run_case(const fault_case *c) {
     p = place_make(tag);
     if (c->prefilled) prefill(p.cache);
     run r;
-    run_once(c, &p, 0, 0, &r);
+    run_once(c, &p, 0, 0, false, &r);
     if (r.rc != YYC_OK) fail_msg("%s: the operation fails without any fault: %s", c->name,
                                  yyc_status_name(r.rc));
     long npoints = r.points;
@@ -650,29 +710,46 @@ static void run_case(const fault_case *c) {
     long max = env_long("YYC_FAULT_POINTS_MAX", DEFAULT_POINTS_MAX);
     bool all_errors = env_flag("YYC_FAULT_ALL_ERRORS");
     long only_point = 0;
-    int only_error = 0;
+    int only_error = 0, only_mode = -1;
     const char *only = getenv("YYC_FAULT_ONLY");
     if (only && *only) {
         only_point = strtol(only, NULL, 10);
         const char *colon = strchr(only, ':');
         only_error = colon ? atoi(colon + 1) : 0;
+        colon = colon ? strchr(colon + 1, ':') : NULL;
+        only_mode = colon ? atoi(colon + 1) : -1;
     }
     long stride = max <= 0 || npoints <= max ? 1 : (npoints + max - 1) / max;
 
-    int runs = 0, failures = 0;
+    bool strict = env_flag("YYC_FAULT_STRICT") || env_flag("YYC_RUN_KNOWN_BUGS");
+    int runs = 0, failures = 0, known_runs = 0;
     for (long pt = 1; pt <= npoints; pt++) {
         if (only_point ? pt != only_point : ((pt - 1) % stride != 0 && pt != npoints)) continue;
         fi_kind k = kinds[pt];
         int nerr = fi_error_count(k);
         int first = only_point ? only_error : (int)(((pt - 1) / stride) % nerr);
         int count = only_point || !all_errors ? 1 : nerr;
-        for (int j = 0; j < count; j++) {
-            int ei = (first + j) % nerr;
+        for (int j = 0; j < count * 2; j++) {
+            int ei = (first + j / 2) % nerr;
+            bool persistent = j % 2;
+            if (only_mode >= 0 && persistent != (only_mode == 1)) continue;
+            /* (A persistent interruption is the transient run again: later points skip it.) */
+            if (persistent && fi_error_is_transient(k, fi_error_of(k, ei))) continue;
             p = place_make(tag);
             if (c->prefilled) prefill(p.cache);
-            run_once(c, &p, pt, ei, &r);
+            run_once(c, &p, pt, ei, persistent, &r);
             runs++;
-            bool ok = check_run(c, &p, &r, &before, &after, why, sizeof why);
+            const char *known = NULL;
+            bool ok = check_run(c, &p, &r, &before, &after, why, sizeof why, &known);
+            if (!ok && known && !strict) {
+                if (known_runs++ < 1)
+                    fprintf(stderr, "known bug, %s: point %ld/%ld (%s, %s%s) -> %s: %s\n",
+                            c->name, pt, npoints, fi_kind_name(k),
+                            fi_error_name(k, fi_error_of(k, ei)),
+                            persistent ? ", and every later point" : "", yyc_status_name(r.rc),
+                            why);
+                ok = true;
+            }
             if (ok && r.fired && r.kind != k)
                 fprintf(stderr, "%s: note: point %ld was %s in the dry run, %s now\n", c->name, pt,
                         fi_kind_name(k), fi_kind_name(r.kind));
@@ -680,11 +757,12 @@ static void run_case(const fault_case *c) {
                 failures++;
                 if (failures <= 25)
                     fprintf(stderr,
-                            "FAULT %s: point %ld/%ld (%s, %s) -> %s: %s  "
-                            "[repro: YYC_FAULT_ONLY=%ld:%d test_fault_loop %s]\n",
+                            "FAULT %s: point %ld/%ld (%s, %s%s) -> %s: %s  "
+                            "[repro: YYC_FAULT_ONLY=%ld:%d:%d test_fault_loop %s]\n",
                             c->name, pt, npoints, fi_kind_name(k),
-                            fi_error_name(k, fi_error_of(k, ei)), yyc_status_name(r.rc), why, pt,
-                            ei, c->name);
+                            fi_error_name(k, fi_error_of(k, ei)),
+                            persistent ? ", and every later point" : "", yyc_status_name(r.rc),
+                            why, pt, ei, (int)persistent, c->name);
             }
             place_free(&p);
         }
@@ -694,7 +772,10 @@ static void run_case(const fault_case *c) {
     state_free(&after);
     fprintf(stderr, "%s: %ld points, %d runs, %d failed%s\n", c->name, npoints, runs, failures,
             stride > 1 ? " (a sample: YYC_FAULT_POINTS_MAX=0 runs every point)" : "");
-    bool strict = env_flag("YYC_FAULT_STRICT") || env_flag("YYC_RUN_KNOWN_BUGS");
+    if (known_runs)
+        fprintf(stderr, "%s: %d runs broke a guarantee because of %s: not counted "
+                        "(YYC_FAULT_STRICT=1 counts them)\n", c->name, known_runs,
+                LOCK_ERRORS_IGNORED);
     if (failures && c->known_bug && !strict) {
         fprintf(stderr,
                 "skipped: %s fails today because of a known bug fixed on branch %s "
