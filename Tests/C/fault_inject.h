@@ -12,7 +12,8 @@
  * library's background worker is left alone, so counts are deterministic); the armed point fails
  * with one of the errors listed for its kind (an errno value for a libc call, a result code for
  * SQLite), without calling the real function. Every other call is forwarded unchanged. (An
- * flock that releases a lock is not a point: only taking one is.)
+ * flock that releases a lock is not a point: only taking one is. Nor is a ROLLBACK statement:
+ * in WAL mode it writes nothing, so no disk fault can fail it.)
  *
  * Thread safety: arm, disarm and the queries on one thread at a time; the wrappers are safe on
  * any thread.
