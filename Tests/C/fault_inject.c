@@ -100,6 +100,7 @@ static pthread_t armed_thread;
 static long calls, fail_at;
 static int error_index;
 static bool persistent;
+static bool other_threads; /* count the calls of every thread but the armer */
 static bool fired;
 static fi_kind fired_kind;
 static int fired_error;
@@ -110,6 +111,11 @@ static int64_t fake_free = -1;
 void fi_arm(long at, int err_index) { fi_arm_from(at, err_index, false); }
 
 void fi_arm_from(long at, int err_index, bool every_later) {
+    fi_arm_threads(at, err_index, every_later, false);
+}
+
+void fi_arm_threads(long at, int err_index, bool every_later, bool others) {
+    other_threads = others;
     armed_thread = pthread_self();
     calls = 0;
     fail_at = at;
@@ -139,7 +145,8 @@ void fi_set_fake_free_bytes(int64_t bytes) { __atomic_store_n(&fake_free, bytes,
 
 /* One point reached: true when it must fail, with *error the errno / result code to fail with. */
 static bool point(fi_kind k, int *error) {
-    if (!__atomic_load_n(&armed, __ATOMIC_ACQUIRE) || !pthread_equal(pthread_self(), armed_thread))
+    if (!__atomic_load_n(&armed, __ATOMIC_ACQUIRE) ||
+        !pthread_equal(pthread_self(), armed_thread) != other_threads)
         return false;
     long n = ++calls;
     if (fail_at == 0) {

@@ -9,7 +9,8 @@
  * "unix" and counts xOpen, xDelete, xWrite, xTruncate, xSync, xLock and xShmMap.
  *
  * Each such call is a "point". While armed, only calls made on the thread that armed count (the
- * library's background worker is left alone, so counts are deterministic); the armed point fails
+ * library's background worker is left alone, so counts are deterministic; fi_arm_threads
+ * counts the worker's instead); the armed point fails
  * with one of the errors listed for its kind (an errno value for a libc call, a result code for
  * SQLite), without calling the real function. Every other call is forwarded unchanged. (An
  * flock that releases a lock is not a point: only taking one is. Nor is a ROLLBACK statement:
@@ -73,6 +74,10 @@ void fi_arm(long fail_at, int error_index);
  * broken), each with error number error_index of its own kind - except where that error is
  * EINTR or SQLITE_BUSY, which only the Nth gets. */
 void fi_arm_from(long fail_at, int error_index, bool every_later);
+/* The same, with others: the calls of every thread except the calling one count instead (the
+ * library's background worker, while the caller waits for it; only one other thread may make
+ * calls while armed, or the counts are not deterministic). */
+void fi_arm_threads(long fail_at, int error_index, bool every_later, bool others);
 /* Disarms; returns the number of points reached since fi_arm. */
 long fi_disarm(void);
 

@@ -23,8 +23,10 @@
  *     unlinked and recreated: another process may hold it open);
  *   - nothing outside the cache folder changed (a sentinel sibling folder and the parent's
  *     entries) and no file descriptor leaked (/proc/self/fd before and after).
- * Faults are injected on the calling thread only; the background worker (trash emptying,
- * orphan sweeps) runs unharmed, so the point counts are deterministic.
+ * Faults are injected on the calling thread only, so the point counts are deterministic - except
+ * in the cases named *_sweep_* and *_trash_*, whose faults hit only the background worker (the
+ * orphan sweep after an open, the trash emptying after a remove-all) while the caller waits
+ * for it, in a folder with debris to clean up, links to the sentinel folder among it.
  *
  * Bounds: YYC_FAULT_POINTS_MAX points per case (default 30; 4 under TSan), spread evenly over
  * the points the dry run counted, each with one of its kind's errors (rotating); 0 means every
@@ -287,7 +289,55 @@ static void prefill(const char *dir) {
     tk_exec(dir, sql);
 }
 
+static void set_old_mtime(int dirfd, const char *name, long seconds_ago) {
+    struct timespec t[2] = {{.tv_sec = time(NULL) - seconds_ago}, {.tv_sec = time(NULL) - seconds_ago}};
+    assert_int_equal(utimensat(dirfd, name, t, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/* What the worker cleans up after an open or a remove-all, planted in a prefilled folder: an
+ * unreferenced file and a stale temporary file in data/, links in data/ and trash/ that point
+ * at the sentinel folder outside the cache (removing them must never follow them), and a
+ * former data/ folder in trash/. Every file in data/ is two hours old, so the orphan sweep
+ * looks at the values' own files too (and must keep them: rows name them). */
+static void plant_debris(const char *dir) {
+    char path[4096];
+    int dfd = open(tk_join(path, sizeof path, dir, "data"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    assert_true(dfd >= 0);
+    int fd = openat(dfd, "orphan", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0 && write(fd, "orphan", 6) == 6);
+    close(fd);
+    fd = openat(dfd, ".yyc-tmp-stale", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    assert_true(fd >= 0 && write(fd, "stale", 5) == 5);
+    close(fd);
+    assert_int_equal(symlinkat("../../sentinel/keep", dfd, "link-out"), 0);
+    DIR *d = fdopendir(dup(dfd));
+    assert_non_null(d);
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) set_old_mtime(dfd, e->d_name, 7200);
+    closedir(d);
+    close(dfd);
+    tk_join(path, sizeof path, dir, "trash/4F2C1A9E-0000-4000-8000-000000000001");
+    assert_int_equal(mkdir(path, 0700), 0);
+    char f[4200];
+    snprintf(f, sizeof f, "%s/old-value", path);
+    tk_write_file(f, "old", 3);
+    snprintf(f, sizeof f, "%s/link-to-sentinel", path);
+    assert_int_equal(symlink("../../../sentinel", f), 0);
+}
+
 /* ---------------------------------------------------------------- operations */
+
+static void no_job(void *arg) { (void)arg; }
+
+/* Waits until the background worker has run every job queued so far (it runs them in order):
+ * the orphan sweep an open queues holds a read transaction that changes what a checkpoint does,
+ * so the points of a run would depend on the worker's timing. */
+static void wait_for_worker(void) {
+    static char marker;
+    if (yyc__worker_async(&marker, no_job, NULL) == YYC_OK) yyc__worker_drain(&marker);
+}
+
 
 /* OBJ_KV_CLOSED: a storage the operation itself closes, after a save of n0 (injection off). */
 typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;
@@ -301,7 +351,20 @@ typedef struct fault_case {
     accept_kind accept;
     /* Non-NULL: fails today because of a bug being fixed on that branch (see the file comment). */
     const char *known_bug;
+    /* The faults hit the background worker (trash emptying, sweeps), not the calling thread;
+     * the operation waits for the worker before it returns. The folder also holds debris for
+     * the worker to clean up (see plant_debris). */
+    bool on_worker;
 } fault_case;
+
+/* The folder before a run: nothing, a0..a5, or a0..a5 and debris for the worker's sweep after
+ * the open (a case that opens first plants it after the open's own sweep: see
+ * op_kv_remove_all_then_empty_trash). */
+static void prepare(const fault_case *c, const char *dir) {
+    if (!c->prefilled) return;
+    prefill(dir);
+    if (c->on_worker && c->obj == OBJ_NONE) plant_debris(dir);
+}
 
 static int kv_save_blob(void *obj, const char *key, size_t len, unsigned seed, const char *name) {
     blob v = make_blob(len, seed);
@@ -401,6 +464,21 @@ static int op_kv_get_file(void *kv, const char *dir) {
     yyc_kv_item *item = NULL;
     int rc = yyc_kv_get_item(kv, "a3", &item);
     yyc_kv_item_free(item);
+    return rc;
+}
+
+/* With the faults on the worker: the open's sweep of data/ and trash/, and the trash emptying
+ * after a remove-all. */
+static int op_kv_open_then_sweep(void *unused, const char *dir) {
+    (void)unused;
+    int rc = yyc_kv_open(dir, YYC_KV_MIXED, &opened_kv);
+    wait_for_worker();
+    return rc;
+}
+static int op_kv_remove_all_then_empty_trash(void *kv, const char *dir) {
+    plant_debris(dir); /* (on this thread: not counted) - data/ goes to the trash with it */
+    int rc = yyc_kv_remove_all(kv);
+    wait_for_worker();
     return rc;
 }
 
@@ -528,16 +606,6 @@ typedef struct run {
     char again_what[64];    /* which step of that failed */
 } run;
 
-static void no_job(void *arg) { (void)arg; }
-
-/* Waits until the background worker has run every job queued so far (it runs them in order):
- * the orphan sweep an open queues holds a read transaction that changes what a checkpoint does,
- * so the points of a run would depend on the worker's timing. */
-static void wait_for_worker(void) {
-    static char marker;
-    if (yyc__worker_async(&marker, no_job, NULL) == YYC_OK) yyc__worker_drain(&marker);
-}
-
 /* Opens the case's object with injection off, runs the operation armed (fail_at, err_index),
  * disarms and closes the object. */
 /* The object still works once the fault is gone: a file value saved, read back and removed
@@ -581,7 +649,7 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
     if (c->obj == OBJ_KV_CLOSED) /* something for the close to checkpoint */
         assert_int_equal(kv_save_blob(obj, "n0", 5000, 70, md5_of("n0")), YYC_OK);
     wait_for_worker();
-    fi_arm_from(fail_at, err_index, persistent);
+    fi_arm_threads(fail_at, err_index, persistent, c->on_worker);
     r->rc = c->op(obj, p->cache);
     r->points = fi_disarm();
     r->fired = fi_fired(&r->kind, &r->error);
@@ -661,7 +729,9 @@ static bool check_run(const fault_case *c, const place *p, const run *r, const s
                  fi_kind_name(r->kind), yyc_status_name(r->rc));
         ok = false;
     }
-    if (ok && r->fired && r->rc == YYC_OK && r->kind == FI_FLOCK && r->error != EINTR) {
+    /* (Not for faults on the worker: its sweep's lock failing does not fail the caller.) */
+    if (ok && r->fired && r->rc == YYC_OK && r->kind == FI_FLOCK && r->error != EINTR &&
+        !c->on_worker) {
         snprintf(buf, size, "taking the folder lock failed (%s) and the call went on without it",
                  fi_error_name(r->kind, r->error));
         *known = lock_errors_known_bug;
@@ -684,14 +754,14 @@ static void run_case(const fault_case *c) {
     /* The state before, from a copy of the folder (reading it refreshes access times). */
     state before, after;
     place p = place_make(tag);
-    if (c->prefilled) prefill(p.cache);
+    prepare(c, p.cache);
     read_state(p.cache, &before);
     assert_true(!before.problem[0]);
     place_free(&p);
 
     /* The dry run: every point counted, nothing failing. */
     p = place_make(tag);
-    if (c->prefilled) prefill(p.cache);
+    prepare(c, p.cache);
     run r;
     run_once(c, &p, 0, 0, false, &r);
     if (r.rc != YYC_OK) fail_msg("%s: the operation fails without any fault: %s", c->name,
@@ -740,7 +810,7 @@ static void run_case(const fault_case *c) {
             /* (A persistent interruption is the transient run again: later points skip it.) */
             if (persistent && fi_error_is_transient(k, fi_error_of(k, ei))) continue;
             p = place_make(tag);
-            if (c->prefilled) prefill(p.cache);
+            prepare(c, p.cache);
             run_once(c, &p, pt, ei, persistent, &r);
             runs++;
             const char *known = NULL;
@@ -799,7 +869,14 @@ static void run_case(const fault_case *c) {
 #define CASE(fn, obj, prefilled, op, accept, bug)                                             \
     static void fn(void **state) {                                                            \
         (void)state;                                                                          \
-        static const fault_case c = {#fn, obj, prefilled, op, accept, bug};                   \
+        static const fault_case c = {#fn, obj, prefilled, op, accept, bug, false};            \
+        run_case(&c);                                                                         \
+    }
+/* A case whose faults hit the background worker. */
+#define CASE_ON_WORKER(fn, obj, op, bug)                                                      \
+    static void fn(void **state) {                                                            \
+        (void)state;                                                                          \
+        static const fault_case c = {#fn, obj, true, op, ACCEPT_BEFORE_OR_AFTER, bug, true};  \
         run_case(&c);                                                                         \
     }
 
@@ -826,6 +903,8 @@ CASE(kv_open_new_folder_survives_every_fault, OBJ_NONE, false, op_kv_open, BA, N
 CASE(kv_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_kv_open, BA, NULL)
 CASE(kv_close_survives_every_fault, OBJ_KV_CLOSED, true, op_kv_close, BA, NULL)
 CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
+CASE_ON_WORKER(kv_sweep_after_open_survives_every_fault, OBJ_NONE, op_kv_open_then_sweep, NULL)
+CASE_ON_WORKER(kv_trash_emptying_survives_every_fault, OBJ_KV, op_kv_remove_all_then_empty_trash, NULL)
 CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
 CASE(dc_set_file_survives_every_fault, OBJ_DC, true, op_dc_set_file_new, BA, NULL)
 CASE(dc_replace_inline_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_inline, BA, NULL)
@@ -865,6 +944,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(kv_open_existing_folder_survives_every_fault),
         cmocka_unit_test(kv_close_survives_every_fault),
         cmocka_unit_test(kv_get_item_survives_every_fault),
+        cmocka_unit_test(kv_sweep_after_open_survives_every_fault),
+        cmocka_unit_test(kv_trash_emptying_survives_every_fault),
         cmocka_unit_test(dc_set_inline_survives_every_fault),
         cmocka_unit_test(dc_set_file_survives_every_fault),
         cmocka_unit_test(dc_replace_inline_with_inline_survives_every_fault),
