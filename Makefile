@@ -448,7 +448,7 @@ YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
 # test_fault_loop: points per operation (0: every one), each with every error of its kind
-# (`make test` runs a sample of 30 points per operation, 4 under TSan, one error each).
+# (`make test` runs a sample of 30 points per operation, 3 under TSan, one error each).
 YYC_FAULT_POINTS_MAX ?= 0
 SOAK_PRESETS ?= dev asan tsan
 SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|fault_loop)\.

@@ -28,7 +28,7 @@
  * orphan sweep after an open, the trash emptying after a remove-all) while the caller waits
  * for it, in a folder with debris to clean up, links to the sentinel folder among it.
  *
- * Bounds: YYC_FAULT_POINTS_MAX points per case (default 30; 4 under TSan), spread evenly over
+ * Bounds: YYC_FAULT_POINTS_MAX points per case (default 30; 3 under TSan), spread evenly over
  * the points the dry run counted, each with one of its kind's errors (rotating); 0 means every
  * point. YYC_FAULT_ALL_ERRORS=1 tries every error of each point. `make soak` sets both.
  * YYC_FAULT_ONLY=<point>:<error index>[:<0 once|1 persistent>] runs one point (the failure
@@ -571,10 +571,10 @@ static bool env_flag(const char *name) {
 }
 
 #if defined(__SANITIZE_THREAD__)
-#define DEFAULT_POINTS_MAX 4
+#define DEFAULT_POINTS_MAX 3
 #elif defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define DEFAULT_POINTS_MAX 4
+#define DEFAULT_POINTS_MAX 3
 #endif
 #endif
 #ifndef DEFAULT_POINTS_MAX
