@@ -4,8 +4,9 @@
  * Wrapped symbols (keep in sync with FAULT_WRAPPED in Tests/C/CMakeLists.txt): open, openat,
  * __open_2, __openat_2 (the _FORTIFY_SOURCE forms), mkdir, mkdirat, write, pwrite, fsync,
  * fdatasync, rename, renameat, renameat2, link, linkat, unlink, unlinkat, flock, stat, fstat,
- * fstatat, read, realpath, statvfs, fstatvfs, sqlite3_open_v2, sqlite3_prepare_v2, sqlite3_prepare_v3, sqlite3_step, sqlite3_exec,
- * sqlite3_wal_checkpoint_v2. A symbol the library does not reference costs nothing.
+ * fstatat, read, realpath, statvfs, fstatvfs, sqlite3_open_v2, sqlite3_prepare_v2,
+ * sqlite3_prepare_v3, sqlite3_step, sqlite3_exec, sqlite3_wal_checkpoint_v2. A symbol the
+ * library does not reference costs nothing.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -141,7 +142,9 @@ bool fi_fired(fi_kind *kind, int *error) {
     return fired;
 }
 
-void fi_set_fake_free_bytes(int64_t bytes) { __atomic_store_n(&fake_free, bytes, __ATOMIC_RELAXED); }
+void fi_set_fake_free_bytes(int64_t bytes) {
+    __atomic_store_n(&fake_free, bytes, __ATOMIC_RELAXED);
+}
 
 /* One point reached: true when it must fail, with *error the errno / result code to fail with. */
 static bool point(fi_kind k, int *error) {
@@ -463,7 +466,8 @@ static const sqlite3_io_methods shim_methods = {
     .xUnfetch = shim_unfetch,
 };
 
-static int shim_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out_flags) {
+static int shim_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
+                     int *out_flags) {
     (void)vfs;
     shim_file *sf = (shim_file *)f;
     sf->base.pMethods = NULL;

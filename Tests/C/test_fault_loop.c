@@ -3,10 +3,11 @@
  * injection, systematically"), the way SQLite tests its I/O error paths.
  *
  * fault_inject.h fails the Nth file-system call (open, openat, mkdir, write, fsync, rename,
- * link, unlink, flock, stat, read, realpath, ...), the Nth SQLite call of the library (open, prepare, step, exec,
- * checkpoint) or the Nth file operation SQLite itself makes (a shim VFS: xOpen, xWrite, xSync,
- * xTruncate, xLock, xShmMap, xDelete). For each case (one operation on a folder in a known
- * state): a dry run counts the points the operation reaches and records the state after it;
+ * link, unlink, flock, stat, read, realpath, ...), the Nth SQLite call of the library (open,
+ * prepare, step, exec, checkpoint) or the Nth file operation SQLite itself makes (a shim VFS:
+ * xOpen, xWrite, xSync, xTruncate, xLock, xShmMap, xDelete). For each case (one operation on
+ * a folder in a known state): a dry run counts the points the operation reaches and records
+ * the state after it;
  * then the operation runs again on a fresh copy of the folder once per point with that point
  * failing once, and once with that point and every later one failing (a disk that stays full
  * or broken; EINTR and SQLITE_BUSY stay transient). Afterwards, injection off:
@@ -18,7 +19,8 @@
  *     remove-all with progress), each key either still has its old value or is one the
  *     operation removes;
  *   - a call that returned YYC_OK left exactly the state after (nothing acknowledged is lost);
- *   - a point failed with EINTR (write, flock) does not fail the call: it is retried;
+ *   - a point failed with EINTR (write, read, flock) does not fail the call: it is retried;
+ *   - a failed flock(LOCK_EX) (not EINTR) is not ignored by a call that then returns YYC_OK;
  *   - reopening reports no corruption, and the manifest is the same file as before (never
  *     unlinked and recreated: another process may hold it open);
  *   - nothing outside the cache folder changed (a sentinel sibling folder and the parent's
@@ -35,7 +37,9 @@
  * messages print it);
  * YYC_FAULT_LIST=1 prints the kind of every point the dry run counted.
  * Cases marked known_bug fail on today's code because of a bug being fixed elsewhere: they run,
- * print what fails and are skipped, unless YYC_FAULT_STRICT=1 (or YYC_RUN_KNOWN_BUGS=1).
+ * print what fails and are skipped, unless YYC_FAULT_STRICT=1 (or YYC_RUN_KNOWN_BUGS=1); see
+ * "Known bugs" below.
+ * The folders go to /dev/shm when it is writable (YYC_FAULT_TMPDIR overrides it).
  */
 #include "test_kv_support.h"
 
@@ -93,7 +97,8 @@ static void state_free(state *s) {
 static void note_corrupt(void *ctx, const yyc_error *e) {
     state *s = ctx;
     if (e->code == YYC_ECORRUPT && !s->problem[0])
-        snprintf(s->problem, sizeof s->problem, "reopening reported corruption: %.200s", e->message);
+        snprintf(s->problem, sizeof s->problem, "reopening reported corruption: %.200s",
+                 e->message);
 }
 
 static void *dup_bytes(const void *p, size_t n) {
@@ -237,7 +242,8 @@ static bool outside_untouched(const place *p, char *buf, size_t size) {
         return false;
     }
     if (tk_count_entries(p->sentinel, ".") != 1) {
-        snprintf(buf, size, "the sentinel folder has %d entries", tk_count_entries(p->sentinel, "."));
+        snprintf(buf, size, "the sentinel folder has %d entries",
+                 tk_count_entries(p->sentinel, "."));
         return false;
     }
     DIR *d = opendir(p->base);
@@ -290,7 +296,8 @@ static void prefill(const char *dir) {
 }
 
 static void set_old_mtime(int dirfd, const char *name, long seconds_ago) {
-    struct timespec t[2] = {{.tv_sec = time(NULL) - seconds_ago}, {.tv_sec = time(NULL) - seconds_ago}};
+    time_t then = time(NULL) - seconds_ago;
+    struct timespec t[2] = {{.tv_sec = then}, {.tv_sec = then}};
     assert_int_equal(utimensat(dirfd, name, t, AT_SYMLINK_NOFOLLOW), 0);
 }
 
@@ -337,7 +344,6 @@ static void wait_for_worker(void) {
     static char marker;
     if (yyc__worker_async(&marker, no_job, NULL) == YYC_OK) yyc__worker_drain(&marker);
 }
-
 
 /* OBJ_KV_CLOSED: a storage the operation itself closes, after a save of n0 (injection off). */
 typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;
@@ -623,7 +629,8 @@ static int works_again(obj_kind kind, void *obj, char what[64]) {
             : yyc_diskcache_set(obj, "zz", v.bytes, v.len, NULL, 0);
     if (rc == YYC_OK) {
         snprintf(what, 64, "read back");
-        rc = kv ? yyc_kv_get_value(obj, "zz", &got, &len) : yyc_diskcache_get(obj, "zz", &got, &len);
+        rc = kv ? yyc_kv_get_value(obj, "zz", &got, &len)
+                : yyc_diskcache_get(obj, "zz", &got, &len);
         if (rc == YYC_OK && (len != v.len || memcmp(got, v.bytes, len))) rc = YYC_ECORRUPT;
         yyc_free(got);
     }
@@ -885,11 +892,16 @@ static void run_case(const fault_case *c) {
 
 CASE(kv_save_inline_survives_every_fault, OBJ_KV, true, op_kv_save_inline_new, BA, NULL)
 CASE(kv_save_file_survives_every_fault, OBJ_KV, true, op_kv_save_file_new, BA, NULL)
-CASE(kv_replace_inline_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_inline, BA, NULL)
-CASE(kv_replace_inline_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_file, BA, NULL)
-CASE(kv_replace_file_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_file_inline, BA, NULL)
-CASE(kv_replace_file_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_file_file, BA, KV_WRITE)
-CASE(kv_replace_file_with_renamed_file_survives_every_fault, OBJ_KV, true, op_kv_replace_file_other_name, BA, NULL)
+CASE(kv_replace_inline_with_inline_survives_every_fault,
+     OBJ_KV, true, op_kv_replace_inline_inline, BA, NULL)
+CASE(kv_replace_inline_with_file_survives_every_fault,
+     OBJ_KV, true, op_kv_replace_inline_file, BA, NULL)
+CASE(kv_replace_file_with_inline_survives_every_fault,
+     OBJ_KV, true, op_kv_replace_file_inline, BA, NULL)
+CASE(kv_replace_file_with_file_survives_every_fault,
+     OBJ_KV, true, op_kv_replace_file_file, BA, KV_WRITE)
+CASE(kv_replace_file_with_renamed_file_survives_every_fault,
+     OBJ_KV, true, op_kv_replace_file_other_name, BA, NULL)
 CASE(kv_remove_inline_survives_every_fault, OBJ_KV, true, op_kv_remove_inline, BA, NULL)
 CASE(kv_remove_file_survives_every_fault, OBJ_KV, true, op_kv_remove_file, BA, NULL)
 CASE(kv_remove_keys_survives_every_fault, OBJ_KV, true, op_kv_remove_keys, BA, NULL)
@@ -904,13 +916,18 @@ CASE(kv_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_kv_open, B
 CASE(kv_close_survives_every_fault, OBJ_KV_CLOSED, true, op_kv_close, BA, NULL)
 CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
 CASE_ON_WORKER(kv_sweep_after_open_survives_every_fault, OBJ_NONE, op_kv_open_then_sweep, NULL)
-CASE_ON_WORKER(kv_trash_emptying_survives_every_fault, OBJ_KV, op_kv_remove_all_then_empty_trash, NULL)
+CASE_ON_WORKER(kv_trash_emptying_survives_every_fault,
+               OBJ_KV, op_kv_remove_all_then_empty_trash, NULL)
 CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
 CASE(dc_set_file_survives_every_fault, OBJ_DC, true, op_dc_set_file_new, BA, NULL)
-CASE(dc_replace_inline_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_inline, BA, NULL)
-CASE(dc_replace_inline_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_file, BA, NULL)
-CASE(dc_replace_file_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_file_inline, BA, NULL)
-CASE(dc_replace_file_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_file_file, BA, KV_WRITE)
+CASE(dc_replace_inline_with_inline_survives_every_fault,
+     OBJ_DC, true, op_dc_replace_inline_inline, BA, NULL)
+CASE(dc_replace_inline_with_file_survives_every_fault,
+     OBJ_DC, true, op_dc_replace_inline_file, BA, NULL)
+CASE(dc_replace_file_with_inline_survives_every_fault,
+     OBJ_DC, true, op_dc_replace_file_inline, BA, NULL)
+CASE(dc_replace_file_with_file_survives_every_fault,
+     OBJ_DC, true, op_dc_replace_file_file, BA, KV_WRITE)
 CASE(dc_remove_survives_every_fault, OBJ_DC, true, op_dc_remove, BA, NULL)
 CASE(dc_trim_to_count_survives_every_fault, OBJ_DC, true, op_dc_trim_to_count, RR, NULL)
 CASE(dc_trim_to_cost_survives_every_fault, OBJ_DC, true, op_dc_trim_to_cost, RR, NULL)
