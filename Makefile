@@ -15,16 +15,17 @@
 #                (the reproducer path is printed). FUZZ_TARGET=memcache|kv|disk|all.
 #                `make fuzz-merge` minimizes what was found into the committed corpus.
 #   make soak    the long reliability runs (crash consistency with its memory-growth check,
-#                several processes, the model fuzz of test_bad_input, the fault-injection loop
-#                of test_fault_loop through every point with every error) under the dev, asan
-#                and tsan presets; knobs YYC_SOAK_CYCLES, YYC_SOAK_OPS, YYC_MP_SECONDS,
-#                YYC_FUZZ_INPUTS, YYC_FAULT_POINTS_MAX (0: every point).
+#                several processes, the model fuzz of test_bad_input) under the dev, asan and
+#                tsan presets; knobs YYC_SOAK_CYCLES, YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS.
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | swift-test | swift-tsan | bench-smoke. Others: help
 # (lists them). fuzz-smoke builds the fuzz targets with the Swift toolchain's clang
 # (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every committed corpus file
 # and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
+#
+# make soak also runs test_fault_loop through every fault point with every error
+# (YYC_FAULT_POINTS_MAX=0; `make test` runs a sample of each operation's points).
 #
 # C builds use CMakePresets.json (build/<preset>/): dev (Debug, -Werror), asan, tsan, static,
 # release, ci. They use gcc (CC): a C program linked with the Swift toolchain's clang TSan runtime
@@ -442,28 +443,27 @@ fuzz-smoke: fuzz-build
 # Note: Tests/C/CMakeLists.txt gives every case TIMEOUT 300, which `ctest --timeout` does not
 # override: measured here, the default knobs stay under it (the longest, 500000 operations at
 # -O0 in dev, ~3 min), but a slower machine may need it raised there.
+# test_fault_loop: points per operation (0: every one), each with every error of its kind
+# (`make test` runs a sample of 30 points per operation, 3 under TSan, one error each).
+YYC_FAULT_POINTS_MAX ?= 0
 YYC_SOAK_CYCLES ?= 500
 YYC_SOAK_OPS ?= 500000
 YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
-# test_fault_loop: points per operation (0: every one), each with every error of its kind
-# (`make test` runs a sample of 30 points per operation, 3 under TSan, one error each).
-YYC_FAULT_POINTS_MAX ?= 0
 SOAK_PRESETS ?= dev asan tsan
 SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|fault_loop)\.
 SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): |^[0-9]+: [a-z_]+_survives_every_fault: [0-9]+ points|^[0-9]+: skipped: 
 soak: deps
 	@results=(); failed=0; start=$$(date +%s); mkdir -p $(BUILD_DIR)/soak; \
+	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1; \
 	for p in $(SOAK_PRESETS); do \
 	  inputs=$(YYC_FUZZ_INPUTS); [ $$p = dev ] || inputs=$(SOAK_SAN_FUZZ_INPUTS); \
 	  log=$(BUILD_DIR)/soak/$$p.log; t0=$$(date +%s); \
 	  echo; echo "=== soak $$p: YYC_SOAK_CYCLES=$(YYC_SOAK_CYCLES) YYC_SOAK_OPS=$(YYC_SOAK_OPS)" \
-	       "YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$$inputs" \
-	       "YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) (full output: $$log)"; \
+	       "YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$$inputs (full output: $$log)"; \
 	  if $(MAKE) build-$$p && YYC_SOAK_CYCLES=$(YYC_SOAK_CYCLES) YYC_SOAK_OPS=$(YYC_SOAK_OPS) \
 	       YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$$inputs \
-	       YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1 \
 	       $(CTEST) --preset $$p -R '$(SOAK_TESTS)' --output-on-failure -V 2>&1 | tee $$log \
 	       | { grep --line-buffered -E '$(SOAK_SHOW)' || true; } | sed -u -E 's/^[0-9]+: /    /'; then \
 	    r=passed; \
