@@ -48,6 +48,13 @@ let package = Package(
             dependencies: ["YYCache", "CYYCache"],
             path: "Tests/YYCacheTests"
         ),
+        // MemoryCache with C++ values (std.string): they must be boxed, not moved with memcpy.
+        .testTarget(
+            name: "YYCacheCxxTests",
+            dependencies: ["YYCache"],
+            path: "Tests/YYCacheCxxTests",
+            swiftSettings: [.interoperabilityMode(.Cxx)]
+        ),
         // The `yycache` inspector, in C; CMake builds it too (Sources/yycache-cli/CMakeLists.txt).
         .executableTarget(
             name: "yycache-cli",

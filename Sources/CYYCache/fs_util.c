@@ -121,6 +121,17 @@ int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t le
     return err;
 }
 
+int yyc__fs_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const char *newname) {
+#ifdef RENAME_NOREPLACE
+    if (renameat2(olddirfd, oldname, newdirfd, newname, RENAME_NOREPLACE) == 0) return 0;
+    if (errno != EINVAL && errno != ENOSYS) return errno;
+#endif
+    /* No renameat2 here: a hard link never replaces an existing name either. */
+    if (linkat(olddirfd, oldname, newdirfd, newname, 0) != 0) return errno;
+    unlinkat(olddirfd, oldname, 0);
+    return 0;
+}
+
 /* Finishes an open for reading: a regular file (else ENOENT) and its size. Closes fd on failure. */
 static int opened_for_read(int fd, int *out_fd, uint64_t *out_size) {
     struct stat st;

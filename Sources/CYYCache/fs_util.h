@@ -35,6 +35,12 @@ int yyc__fs_write_atomic(int dirfd, const char *name, const void *buf, size_t le
  * it into place (renameat) or unlinks it. On failure nothing is left behind. */
 int yyc__fs_write_temp(int dirfd, const void *buf, size_t len, char tmp_name[64]);
 
+/* Renames olddirfd/oldname to newdirfd/newname only if newname does not exist (EEXIST if it
+ * does): an existing file is never replaced. renameat2(RENAME_NOREPLACE) where the file system
+ * has it, else linkat + unlinkat of oldname (then a crash in between leaves oldname as well).
+ * Both folders must be on the same file system. */
+int yyc__fs_rename_noreplace(int olddirfd, const char *oldname, int newdirfd, const char *newname);
+
 /* Opens dirfd/name for reading without following a link. A missing file, a link or anything
  * but a regular file gives ENOENT. *out_size is the file's size. */
 int yyc__fs_open_read(int dirfd, const char *name, int *out_fd, uint64_t *out_size);
@@ -62,7 +68,9 @@ int yyc__fs_remove_tree_at(int dirfd, const char *name);
  * the first error but keeps going. */
 int yyc__fs_empty_dir(int dirfd);
 
-/* Prefix of the temporary files yyc__fs_write_atomic creates (never a valid md5 name). */
+/* Prefix of the temporary files yyc__fs_write_atomic creates (never a valid md5 name). A data
+ * file name starting with it is reserved (yyc_kv_filename_is_valid refuses it): the sweeps
+ * delete such files by name. */
 #define YYC__FS_TEMP_PREFIX ".yyc-tmp-"
 
 /* Removes the temporary files (YYC__FS_TEMP_PREFIX) in the folder dirfd that were last

@@ -32,8 +32,26 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
+/* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
+ * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
+ * it still grows (by about SQLite's auto-checkpoint threshold, 1000 pages, plus the largest
+ * single transaction). */
+#define YYC__KV_WAL_LIMIT_BYTES 1048576
+
 /* A passive WAL checkpoint (errors ignored). */
 void yyc__kv_checkpoint(yyc_kv *kv);
+
+/* The size in bytes of manifest.sqlite-wal now (0 when there is none). Touches only the folder's
+ * metadata (one fstatat); no lock, no SQLite call. Returns YYC_OK, YYC_EINVAL (NULL argument) or
+ * an I/O error (*out = 0). For yycache stats. */
+int yyc__kv_wal_size(yyc_kv *kv, int64_t *out);
+
+/* Compacts the manifest under the folder lock: VACUUM (gives the free pages back to the file
+ * system), then a truncating checkpoint (the WAL back to 0 bytes when no other connection
+ * reads). Blocks for as long as the VACUUM (it rewrites the whole manifest, needing up to its
+ * size again in free space) and waits up to the busy timeout for other connections. Returns
+ * YYC_OK or an error (YYC_EBUSY, YYC_ENOSPC, ...; the manifest is then unchanged). */
+int yyc__kv_vacuum(yyc_kv *kv);
 
 /* Whether the manifest connection is open now (false after a failed reopen). */
 bool yyc__kv_is_open(const yyc_kv *kv);

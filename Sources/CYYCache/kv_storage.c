@@ -5,12 +5,15 @@
  *   - statements are reset after every use, every parameter bound again before each step, and
  *     finalized before close (YYCache #115, #166); the connection has a busy timeout and is
  *     opened NOMUTEX;
- *   - the manifest is deleted and rebuilt only for SQLITE_CORRUPT / SQLITE_NOTADB (or a manifest
- *     table without YYKVStorage's columns), never because it was busy (#157), and the rebuild is
- *     reported (YYC_ECORRUPT) instead of silent;
- *   - value files are written to a temporary file and renamed; inline saves delete the old file
- *     only after the row was replaced; a save that changes a key's file name deletes the old
- *     file (YYKVStorage orphaned it);
+ *   - the manifest is rebuilt only for SQLITE_CORRUPT / SQLITE_NOTADB (or a manifest table
+ *     without YYKVStorage's columns), never because it was busy (#157), in place (SQLite's
+ *     database reset under the folder lock, never an unlink that other connections would not
+ *     see), and the rebuild is reported (YYC_ECORRUPT) instead of silent;
+ *   - value files are written to a temporary file and moved to a fresh name (never over an
+ *     existing file: the key's name when free, else a variant of it), the row switched to it in
+ *     one statement, and the key's previous file deleted only after the commit, so a failed save
+ *     keeps the previous value; a save that changes a key's file name deletes the old file
+ *     (YYKVStorage orphaned it); names starting with the temporary prefix are refused;
  *   - empty values are stored and read back; the SQLite type ignores file names;
  *   - 64-bit sizes and sums (#90); `IN (...)` lists are chunked (YYC__KV_IN_CHUNK keys);
  *   - file names are validated (on save, and before any file operation on a name read from the
@@ -28,8 +31,8 @@
  *     never a row naming a missing file), and unreferenced or stale temporary files older than
  *     a grace period are swept in the background after each open;
  *   - the fast remove-all deletes the rows in place and moves data/ to the trash, instead of
- *     unlinking the manifest under other connections (#96); the old reset remains the fallback
- *     for a damaged manifest;
+ *     unlinking the manifest under other connections (#96); on a full disk it deletes the files
+ *     first and retries; the WAL is capped (journal_size_limit) and truncated after it;
  *   - several processes may share a folder: an flock on the folder is held around every
  *     row+file change (data/ moves to the trash only under it), data/ is revalidated before
  *     file I/O (once per hold of the lock; a read outside the lock opens its file through the
@@ -55,6 +58,7 @@
 #include "crc32c.h"
 #include "stmt_cache.h"
 
+#include <bsd/stdlib.h> /* arc4random_buf */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -77,6 +81,9 @@
 /* --- layout and SQL (a file-format contract: spec 2.1, 2.2, 2.5) --- */
 
 #define MANIFEST_NAME "manifest.sqlite"
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x) TEXT_OF_(x)
+#define WAL_LIMIT_TEXT TEXT_OF(YYC__KV_WAL_LIMIT_BYTES)
 #define DATA_DIR "data"
 #define TRASH_DIR "trash"
 
@@ -211,7 +218,8 @@ static int errno_fail(yyc_kv *kv, int err, const char *what);
 static int db_check(yyc_kv *kv);
 static void db_close(yyc_kv *kv);
 static int db_open_or_rebuild(yyc_kv *kv);
-static void reset_files(yyc_kv *kv);
+static int rebuild_in_place(yyc_kv *kv);
+static int compact(yyc_kv *kv);
 static void schedule_trash_empty(yyc_kv *kv, bool sweep_data);
 static int open_data_dir(yyc_kv *kv);
 static void folder_lock(yyc_kv *kv);
@@ -447,6 +455,9 @@ static int db_open_once(yyc_kv *kv) {
         return report(kv, true, status_from_sqlite(kv, rc, sys), ext, sys,
                       "initialize manifest: %s", sqlite3_errstr(rc));
     }
+    /* Cap the WAL: after each checkpoint that lets it restart, SQLite truncates it to this
+     * instead of keeping its high-water mark (per connection, not stored in the file). */
+    sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
     kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
                   ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD);
     kv->use_old_row_hook = !kv->no_old_row_hook && old_row_hook_available() &&
@@ -457,8 +468,8 @@ static int db_open_once(yyc_kv *kv) {
     return YYC_OK;
 }
 
-/* Opens the manifest; a corrupt one (and only a corrupt one) is deleted with the data it
- * described and rebuilt, and the event is reported. */
+/* Opens the manifest; a corrupt one (and only a corrupt one) is rebuilt empty in place
+ * (rebuild_in_place), with the data it described, and the event is reported. */
 static int db_open_or_rebuild(yyc_kv *kv) {
     kv->probing = true;
     int rc = db_open_once(kv);
@@ -466,11 +477,11 @@ static int db_open_or_rebuild(yyc_kv *kv) {
     if (rc != YYC_ECORRUPT) return rc;
     yyc_error first;
     yyc_last_error(&first);
-    reset_files(kv);
-    rc = db_open_once(kv);
+    rc = rebuild_in_place(kv);
+    if (rc == YYC_OK) rc = db_open_once(kv);
     if (rc != YYC_OK) return rc;
     report(kv, true, YYC_ECORRUPT, first.sqlite_code, first.sys_errno,
-           "manifest was corrupt: deleted and rebuilt empty");
+           "manifest was corrupt: rebuilt empty in place");
     return YYC_OK;
 }
 
@@ -480,13 +491,16 @@ static int db_check(yyc_kv *kv) {
     if (kv->rebuild_pending) {
         /* SQLite reported corruption on the open manifest: it cannot be trusted any more (its
          * first page may still look fine, so probing it again would not tell). */
-        db_close(kv);
         kv->rebuild_pending = false;
         kv->open_error_count = 0;
         kv->last_open_error_time = 0;
-        reset_files(kv);
+        int rc = rebuild_in_place(kv);
+        if (rc != YYC_OK) {
+            kv->rebuild_pending = true; /* (busy, say: the next call tries again) */
+            return rc;
+        }
         report(kv, false, YYC_ECORRUPT, SQLITE_CORRUPT, 0,
-               "manifest was corrupt: deleted and rebuilt empty");
+               "manifest was corrupt: rebuilt empty in place");
     }
     if (kv->data_fd < 0) {
         int err = open_data_dir(kv);
@@ -707,9 +721,11 @@ static int data_dir(yyc_kv *kv) {
 }
 
 /* Moves data/ to trash/<UUID> and recreates it; if the move fails, empties data/ in place.
- * Always under the folder lock (taken here; it nests), so that data/ is never replaced while a
- * save holding the lock moves its file in (save_locked relies on it). */
-static void move_data_to_trash(yyc_kv *kv) {
+ * With delete_now the moved folder is also emptied and removed before returning (a full disk:
+ * the space is needed now), else the trash job does it later. Always under the folder lock
+ * (taken here; it nests), so that data/ is never replaced while a save holding the lock moves
+ * its file in (save_locked relies on it). */
+static void move_data_to_trash(yyc_kv *kv, bool delete_now) {
     folder_lock(kv);
     int tfd = -1;
     bool moved = false;
@@ -717,6 +733,7 @@ static void move_data_to_trash(yyc_kv *kv) {
         char uuid[37];
         yyc__fs_uuid(uuid);
         moved = renameat(kv->root_fd, DATA_DIR, tfd, uuid) == 0;
+        if (moved && delete_now) yyc__fs_remove_tree_at(tfd, uuid);
         close(tfd);
     }
     if (!moved && kv->data_fd >= 0) yyc__fs_empty_dir(kv->data_fd);
@@ -724,14 +741,59 @@ static void move_data_to_trash(yyc_kv *kv) {
     folder_unlock(kv);
 }
 
-/* YYKVStorage's _reset: with the connection closed, delete the manifest files, move data/ to
- * trash/<UUID>, recreate data/ and empty the trash in the background. Errors are ignored. */
-static void reset_files(yyc_kv *kv) {
-    unlinkat(kv->root_fd, MANIFEST_NAME, 0);
-    unlinkat(kv->root_fd, MANIFEST_NAME "-wal", 0);
-    unlinkat(kv->root_fd, MANIFEST_NAME "-shm", 0);
-    move_data_to_trash(kv);
-    schedule_trash_empty(kv, false);
+/* Rebuilds a corrupt (or foreign) manifest empty, in place, under the folder lock: SQLite's
+ * reset (SQLITE_DBCONFIG_RESET_DATABASE, then VACUUM) empties the file itself instead of
+ * unlinking it as YYKVStorage's _reset did, so other connections (other processes) keep the live
+ * manifest: their later writes land in it, never in an unlinked file. Then data/ goes to the
+ * trash (emptied in the background). The own connection is closed first; the caller reopens it
+ * (db_open_once: the table is created again). Returns YYC_OK or a recorded error (the manifest
+ * and data/ are then left as they were). */
+static int rebuild_in_place(yyc_kv *kv) {
+    db_close(kv);
+    folder_lock(kv);
+    sqlite3 *db = NULL;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+#ifdef SQLITE_OPEN_NOFOLLOW
+    flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+    int rc = sqlite3_open_v2(kv->db_path, &db, flags, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_extended_result_codes(db, 1);
+        sqlite3_busy_timeout(db, kv->busy_timeout_ms);
+        /* A first read joins the WAL other connections have open (a reset before any read takes
+         * the file for a rollback-journal database and waits for an exclusive lock in vain),
+         * and gives the schema cookie they may have cached (garbage: none, and nobody can). */
+        int64_t cookie = 0;
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, "pragma schema_version;", -1, &s, NULL) == SQLITE_OK &&
+            sqlite3_step(s) == SQLITE_ROW)
+            cookie = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        rc = sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 1, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(db, "vacuum;", NULL, NULL, NULL);
+        sqlite3_db_config(db, SQLITE_DBCONFIG_RESET_DATABASE, 0, NULL);
+        /* The reset restarts the cookie low: move it past every value other connections may
+         * have cached, or the first one that comes back to the old value would take its stale
+         * schema for the new one. Then the table at once (other readers do not wait for us). */
+        char sql[96];
+        snprintf(sql, sizeof sql, "pragma schema_version = %lld;", (long long)cookie + 100);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_exec(db, SQL_INIT, NULL, NULL, NULL);
+    }
+    int status = YYC_OK;
+    if (rc != SQLITE_OK) {
+        int ext = db ? sqlite3_extended_errcode(db) : rc;
+        int sys = db ? sqlite3_system_errno(db) : 0;
+        int code = status_from_sqlite(kv, rc, sys);
+        /* Still unreadable after the reset (a folder in its place...): not a database at all. */
+        status = report(kv, true, code == YYC_ESQLITE ? YYC_ECORRUPT : code, ext, sys,
+                        "rebuild manifest in place: %s", sqlite3_errstr(rc));
+    }
+    sqlite3_close(db);
+    if (status == YYC_OK) move_data_to_trash(kv, false);
+    folder_unlock(kv);
+    if (status == YYC_OK) schedule_trash_empty(kv, false);
+    return status;
 }
 
 /* --- open / close / properties --- */
@@ -860,6 +922,28 @@ void yyc__kv_checkpoint(yyc_kv *kv) {
     if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
 }
 
+int yyc__kv_wal_size(yyc_kv *kv, int64_t *out) {
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = 0;
+    struct stat st;
+    if (fstatat(kv->root_fd, MANIFEST_NAME "-wal", &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno == ENOENT) return YYC_OK;
+        return errno_fail(kv, errno, "stat the WAL");
+    }
+    *out = S_ISREG(st.st_mode) ? (int64_t)st.st_size : 0;
+    return YYC_OK;
+}
+
+int yyc__kv_vacuum(yyc_kv *kv) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    folder_lock(kv);
+    int rc = db_check(kv);
+    if (rc == YYC_OK) rc = compact(kv);
+    folder_unlock(kv);
+    return rc;
+}
+
 /* --- names --- */
 
 bool yyc_kv_filename_is_valid(const char *name) {
@@ -867,6 +951,8 @@ bool yyc_kv_filename_is_valid(const char *name) {
     size_t len = strnlen(name, 256);
     if (len == 0 || len > 255) return false;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) return false;
+    /* Reserved: the library's temporary files, which the sweeps delete by this prefix. */
+    if (strncmp(name, YYC__FS_TEMP_PREFIX, strlen(YYC__FS_TEMP_PREFIX)) == 0) return false;
     return memchr(name, '/', len) == NULL;
 }
 
@@ -1238,41 +1324,66 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     return step_learning_old_row(kv, s, key, "save row");
 }
 
-/* Puts a file value in place as data/<name>, under the folder lock: renames the temporary file
- * tdfd/tmp written before the lock was taken (tmp empty: none could be written). When that file
- * is gone - data/ went to another process's trash, and was emptied, between its write and the
- * lock; or it was never written because data/ was already gone - the value is written again,
- * into the current data/, under the lock this time: data/ is only replaced under the lock, so
- * it cannot go away again before the rename and once is enough. Always atomic: a reader (or a
- * crash) sees the old file or the new one. The temporary file never survives a failure.
- * Returns YYC_OK or a recorded error. */
+/* A fresh name for a new version of the file `name` (caller-owned, 256 bytes): name itself on
+ * the first attempt, then name (cut to fit 255 bytes) + "~" + 8 random hex digits. */
+static void fresh_name(const char *name, int attempt, char out[256]) {
+    if (attempt == 0) {
+        snprintf(out, 256, "%s", name);
+        return;
+    }
+    uint32_t r;
+    arc4random_buf(&r, sizeof r);
+    int base = (int)strnlen(name, 255 - 9);
+    snprintf(out, 256, "%.*s~%08x", base, name, r);
+}
+
+/* Moves the temporary file tdfd/tmp into dfd under a name no file has yet (fresh_name; never
+ * over an existing file, so neither the key's previous version nor another key's file is ever
+ * replaced). *placed gets the name. Returns 0 or an errno value (ENOENT: tmp is gone). */
+static int link_fresh(int tdfd, const char *tmp, int dfd, const char *name, char placed[256]) {
+    for (int attempt = 0; attempt < 16; attempt++) {
+        fresh_name(name, attempt, placed);
+        int err = yyc__fs_rename_noreplace(tdfd, tmp, dfd, placed);
+        if (err != EEXIST) return err;
+    }
+    return EEXIST;
+}
+
+/* Puts a file value into data/ under a fresh name (link_fresh: `name` when no file has it, else
+ * a variant of it), under the folder lock: moves the temporary file tdfd/tmp written before the
+ * lock was taken (tmp empty: none could be written). When that file is gone - data/ went to
+ * another process's trash, and was emptied, between its write and the lock; or it was never
+ * written because data/ was already gone - the value is written again, into the current data/,
+ * under the lock this time: data/ is only replaced under the lock, so it cannot go away again
+ * before the move and once is enough. No existing file is touched; the temporary file never
+ * survives a failure. *placed gets the name. Returns YYC_OK or a recorded error. */
 static int place_file_locked(yyc_kv *kv, const void *value, size_t value_len, const char *name,
-                             int tdfd, const char *tmp) {
+                             int tdfd, const char *tmp, char placed[256]) {
     int dfd = data_dir(kv);
     if (dfd < 0) {
         if (*tmp) unlinkat(tdfd, tmp, 0);
         return errno_fail(kv, EIO, "open data folder");
     }
     if (*tmp) {
-        if (renameat(tdfd, tmp, dfd, name) == 0) return YYC_OK;
-        int err = errno;
+        int err = link_fresh(tdfd, tmp, dfd, name, placed);
+        if (err == 0) return YYC_OK;
         unlinkat(tdfd, tmp, 0);
-        if (err != ENOENT) return errno_fail(kv, err, "rename data file");
+        if (err != ENOENT) return errno_fail(kv, err, "move data file into place");
     }
     char again[64];
     int err = yyc__fs_write_temp(dfd, value, value_len, again);
     if (err) return errno_fail(kv, err, "write data file");
-    if (renameat(dfd, again, dfd, name) != 0) {
-        err = errno;
+    err = link_fresh(dfd, again, dfd, name, placed);
+    if (err) {
         unlinkat(dfd, again, 0);
-        return errno_fail(kv, err, "rename data file");
+        return errno_fail(kv, err, "move data file into place");
     }
     return YYC_OK;
 }
 
-/* The row replaced and the key's previous file deleted when the save leaves it behind (inline
- * now, or another name), after the row no longer names it. The old file name comes from the
- * upsert itself (old_row_hook) or, without the hook, from a lookup first. Caller holds the
+/* The row replaced and the key's previous file deleted, after the commit that makes the row
+ * name something else (inline now, or the new file's fresh name). The old file name comes from
+ * the upsert itself (old_row_hook) or, without the hook, from a lookup first. Caller holds the
  * folder lock, so no other process changes the row or the file in between. */
 static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, const void *extended, size_t extended_len,
@@ -1305,24 +1416,39 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
     return YYC_OK;
 }
 
+/* After a failed row write: deletes the new file `placed` unless the row names it after all (a
+ * commit reported as failed that still happened). When that cannot be told (the lookup fails
+ * too) the file stays: the orphan sweep after an open removes it if no row names it. The
+ * caller's error stays the thread's last error. */
+static void drop_unsaved_file_locked(yyc_kv *kv, const char *key, const char *placed) {
+    yyc_error failure;
+    yyc_last_error(&failure);
+    char *name = NULL;
+    if (lookup_filename(kv, key, &name) == YYC_OK && !(name && !strcmp(name, placed))) {
+        /* Under the folder lock nothing else moves a file into place: the file under that name
+         * is still the one just written. */
+        file_ref written;
+        file_ref_capture(kv, placed, &written);
+        file_ref_delete(kv, &written);
+    }
+    free(name);
+    yyc__error(failure.code, failure.sqlite_code, failure.sys_errno, "%s", failure.message);
+}
+
 /* The part of a save under the folder lock: the value's file (when filename is set) is put in
- * place, then the row replaced (replace_row). */
+ * place under a fresh name, then the row switched to it (replace_row) in one statement. A
+ * failure at any step leaves the key's previous row and file as they were. */
 static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, int tdfd, const char *tmp, const void *extended,
                        size_t extended_len, uint32_t crc, uint32_t ext_crc) {
+    char placed[256] = "";
     if (filename) {
-        int rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp);
+        int rc = place_file_locked(kv, value, value_len, filename, tdfd, tmp, placed);
         if (rc != YYC_OK) return rc;
     }
-    int rc = replace_row(kv, key, value, value_len, filename, extended, extended_len, crc,
-                         ext_crc);
-    if (rc != YYC_OK && filename) {
-        /* No row names the new file: remove it. Under the folder lock nothing else renames a
-         * file into place, so the file under that name is still the one just written. */
-        file_ref written;
-        file_ref_capture(kv, filename, &written);
-        file_ref_delete(kv, &written);
-    }
+    int rc = replace_row(kv, key, value, value_len, filename ? placed : NULL, extended,
+                         extended_len, crc, ext_crc);
+    if (rc != YYC_OK && filename) drop_unsaved_file_locked(kv, key, placed);
     return rc;
 }
 
@@ -1720,45 +1846,59 @@ static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
     return step_done(kv, s, what);
 }
 
-/* The fast remove-all on a healthy manifest: every row is deleted in one statement (SQLite's
- * truncate optimization), then data/ goes to the trash and the file is vacuumed. Unlike
- * YYKVStorage, which deleted and recreated the manifest files, this is safe while other
- * processes have the same folder open: their connections stay valid (YYCache #96). Rows go
- * first: a crash before data/ moves leaves unreferenced files, never rows without files. */
-static int clear_in_place(yyc_kv *kv) {
-    folder_lock(kv);
+/* The fast remove-all, under the folder lock: every row is deleted in one statement (SQLite's
+ * truncate optimization), then data/ goes to the trash. The manifest file is never unlinked or
+ * recreated, so this is safe while other processes have the folder open: their connections
+ * stay valid (YYCache #96). Rows go first: a crash before data/ moves leaves unreferenced
+ * files, never rows without files. When the delete cannot be written for want of space (SQLite
+ * needs room in the WAL), the files go first instead - data/ is moved to the trash and deleted
+ * at once, which frees their space - then the WAL is checkpointed and truncated and the delete
+ * tried again; meanwhile (or after a crash, or if that fails too) the rows name missing files
+ * and read as misses. Other errors (busy, corrupt, I/O, permission) are returned with
+ * everything kept. */
+static int clear_locked(yyc_kv *kv) {
     int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
-    if (rc == YYC_OK) move_data_to_trash(kv);
-    folder_unlock(kv);
-    if (rc != YYC_OK) return rc;
-    schedule_trash_empty(kv, false);
-    /* Give the space back (best effort: another process reading may postpone it). */
-    sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
+    if (rc == YYC_OK) {
+        move_data_to_trash(kv, false);
+        return YYC_OK;
+    }
+    if (rc != YYC_ENOSPC || !kv->db) return rc; /* (busy, corrupt, I/O: everything kept) */
+    move_data_to_trash(kv, true);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    return YYC_OK;
+    return exec_cached(kv, "delete from manifest;", "remove all rows");
+}
+
+/* Gives the manifest's space back: VACUUM, then a truncating checkpoint (the WAL goes back to
+ * zero bytes when no other connection reads). Best effort (another process reading may
+ * postpone either); returns the VACUUM's status. */
+static int compact(yyc_kv *kv) {
+    if (!kv->db) return YYC_ECLOSED;
+    int rc = sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
+    int status = rc == SQLITE_OK ? YYC_OK : sqlite_fail(kv, rc, "vacuum");
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    return status;
 }
 
 int yyc_kv_remove_all(yyc_kv *kv) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
-    if (!kv->rebuild_pending && kv->db) {
-        int rc = clear_in_place(kv);
-        /* Busy: another process holds the write lock; everything is kept. */
-        if (rc == YYC_OK || rc == YYC_EBUSY) return rc;
-        /* Anything else (a damaged manifest, a full disk...): recreate the files. */
-    }
-    db_close(kv);
-    folder_lock(kv);
-    reset_files(kv);
-    folder_unlock(kv);
-    kv->rebuild_pending = false;
-    int rc = db_open_or_rebuild(kv);
-    if (rc != YYC_OK) {
-        /* Later calls retry lazily, within YYKVStorage's limits (spec 2.3). */
-        kv->open_error_count++;
-        kv->last_open_error_time = yyc__monotonic_now();
-        return rc;
-    }
+    /* Unlike other calls, a remove-all always tries to reopen a closed manifest (the user's
+     * way out of a broken cache): the lazy-reopen limits are reset first. */
     kv->open_error_count = 0;
+    kv->last_open_error_time = 0;
+    folder_lock(kv);
+    int rc = db_check(kv); /* (a manifest found corrupt before is rebuilt here) */
+    if (rc == YYC_OK) rc = clear_locked(kv);
+    if (rc == YYC_ECORRUPT && kv->db) {
+        /* Real corruption found by the delete: db_check rebuilds the manifest empty in place
+         * (data/ goes to the trash with it), reports it and reopens. (Found by the open, the
+         * rebuild was tried there already.) */
+        kv->rebuild_pending = true;
+        rc = db_check(kv);
+    }
+    folder_unlock(kv);
+    if (rc != YYC_OK) return rc;
+    schedule_trash_empty(kv, false);
+    compact(kv);
     return YYC_OK;
 }
 
@@ -1828,7 +1968,8 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
 }
 
 static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = NULL;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     kv->quiet_corrupt = true;
@@ -2112,7 +2253,8 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
 }
 
 static int scalar(yyc_kv *kv, const char *sql, int64_t *out) {
-    if (YYC__MISUSE(kv == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(kv == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     sqlite3_stmt *s;
     int rc = prepare(kv, sql, &s);

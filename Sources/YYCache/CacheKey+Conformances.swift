@@ -4,7 +4,9 @@ import Foundation
 // the key bytes without a witness-table call.
 
 extension String: CacheKey {
-    /// Calls `body` with the string's UTF-8 bytes.
+    /// Calls `body` with the string's UTF-8 bytes, as they are (not normalized): canonically
+    /// equivalent strings made of different scalars are `==` but different keys (see
+    /// ``CacheKey``).
     ///
     /// Native Swift strings (small ones included) are read in place, without copying or
     /// retaining the string; bridged or non-contiguous strings are copied into contiguous

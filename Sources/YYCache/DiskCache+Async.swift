@@ -2,7 +2,9 @@ import CYYCache
 import Dispatch
 import Foundation
 
-// Async twins. Each checks for cancellation before it starts, then runs the blocking call on a
+// Async twins, one per synchronous method (same labels and defaults): in async code they are
+// the ones chosen, and they need `await` (see "Synchronous and async spellings" on DiskCache).
+// Each checks for cancellation before it starts, then runs the blocking call on a
 // dispatch queue behind a continuation, so the cooperative pool never blocks on the disk.
 // Coding (CPU work, not I/O) runs in the calling task. Sequential awaits are ordered; calls
 // from concurrent tasks run concurrently, serialized by the core's lock.

@@ -23,6 +23,20 @@ import Foundation
 /// let avatar = try await disk.data(forKey: "avatar")   // off the cooperative pool
 /// ```
 ///
+/// ## Synchronous and async spellings
+///
+/// Every blocking method has an async twin with the same name, labels and defaults, which
+/// runs the disk work off the cooperative pool. Swift chooses by context: in an `async`
+/// function or closure the twin is chosen and needs `await` (there `try disk.setData(...)`
+/// without `await` does not compile, on purpose: the synchronous call would block a pool
+/// thread); in synchronous code the synchronous method is chosen.
+///
+/// One exception comes from the compiler: in top-level code (`main.swift`), Swift 6.3 ranks
+/// overloads as if the code were synchronous, so `try await disk.trim(toCount: 0)` there binds
+/// to the synchronous method (with the warning "no 'async' operations occur within 'await'
+/// expression"). Top-level code runs on the main thread, not on the pool; to use the twins
+/// there, call them from an `async` function, a `@main` type or a `Task`.
+///
 /// The corresponding C type is `yyc_diskcache`.
 public final class DiskCache: Sendable {
     // Sendable: the core's state is guarded by the C core's pthread mutex (`yyc_diskcache.lock`,
@@ -37,6 +51,11 @@ public final class DiskCache: Sendable {
         var callsInFlight = 0
         var coder: any CacheCoder = defaultCacheCoder
         var fileName: (@Sendable (String) -> String?)?
+        /// This object's subscriptions to the core's error reports (see ``DiskCacheErrorHub``),
+        /// each with what ends it (finishes a stream; nothing for the handler).
+        var errorSubscriptions: [UInt64: @Sendable () -> Void] = [:]
+        var didReportError: (@Sendable (CacheError) -> Void)?
+        var didReportErrorSubscription: UInt64?
     }
 
     let state: Protected<State>
@@ -91,8 +110,23 @@ public final class DiskCache: Sendable {
     deinit {
         // No call can be in flight: each one holds a strong reference to self.
         if let handle = state.withLock({ $0.handle }) {
-            yyc_diskcache_release(handle)
+            releaseCore(handle)
         }
+    }
+
+    /// Drops this object's reference to the core: ends its error subscriptions first (the
+    /// streams finish), while the core is still held.
+    private func releaseCore(_ handle: OpaquePointer) {
+        let subscriptions = state.withLock { state in
+            defer {
+                state.errorSubscriptions = [:]
+                state.didReportErrorSubscription = nil
+            }
+            return state.errorSubscriptions
+        }
+        DiskCacheErrorHub.hub(for: handle).unsubscribe(Array(subscriptions.keys), from: handle)
+        for finish in subscriptions.values { finish() }
+        yyc_diskcache_release(handle)
     }
 
     /// Closes this object: its later calls throw ``CacheError/Code/closed`` (and
@@ -109,7 +143,7 @@ public final class DiskCache: Sendable {
             defer { state.handle = nil }
             return state.handle
         }
-        if let handle { yyc_diskcache_release(handle) }
+        if let handle { releaseCore(handle) }
     }
 
     /// The coder for non-`Data` values. Default ``JSONCacheCoder``. Per object.
@@ -154,7 +188,7 @@ public final class DiskCache: Sendable {
             state.handle = nil
             return handle
         }
-        if let release { yyc_diskcache_release(release) }
+        if let release { releaseCore(release) }
     }
 }
 

@@ -10,6 +10,11 @@ import Foundation
 /// `KVStorage` is **not thread-safe**: use one object from one thread at a time (it is not
 /// `Sendable`). ``DiskCache`` adds the lock, limits and archiving; prefer it.
 ///
+/// It has no async twins: they would have to run the blocking work on another thread, and a
+/// non-`Sendable` object cannot be sent there. Every method blocks on the disk; in async code,
+/// use ``DiskCache`` (whose twins run off the cooperative pool) or keep the storage inside an
+/// actor of your own (whose methods then block that actor's thread while they run).
+///
 /// Keys are non-empty strings without NUL bytes: a write with another key throws
 /// ``CacheError/Code/invalidArgument``, a read returns `nil`, a removal does nothing.
 ///

@@ -42,6 +42,7 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_handle_memory_warning`.
     public func handleMemoryWarning() {
         yyc_memcache_handle_memory_warning(handle)
+        releaseHandedBackValues()
     }
 
     /// Reacts to the application entering the background: calls ``didEnterBackground``
@@ -53,5 +54,6 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_handle_enter_background`.
     public func handleEnterBackground() {
         yyc_memcache_handle_enter_background(handle)
+        releaseHandedBackValues()
     }
 }

@@ -49,35 +49,12 @@ extension MemoryCache {
         set { yyc_memcache_set_auto_trim_interval(handle, newValue) }
     }
 
-    /// Whether removed, replaced, evicted and trimmed values are released on the library's
-    /// background worker thread (`true`, the default) or on the calling thread before the call
-    /// returns (`false`). Values evicted by a background trim are always released on the worker.
-    ///
-    /// The corresponding C functions are `yyc_memcache_release_asynchronously` and
-    /// `yyc_memcache_set_release_asynchronously`.
-    public var releasesValuesAsynchronously: Bool {
-        get { yyc_memcache_release_asynchronously(handle) }
-        set { yyc_memcache_set_release_asynchronously(handle, newValue) }
-    }
-
-    /// Whether values are released on the main thread: a value whose release would happen
-    /// elsewhere is sent to `DispatchQueue.main` and released there. Default `false`.
-    ///
-    /// "Main thread" means the main thread or the main queue: on Linux, `dispatchMain()` and an
-    /// async `main` exit the main thread and drain the main queue on another thread, so a
-    /// release already running on the main queue happens in place. The main queue must be
-    /// serviced (by `dispatchMain()`, a run loop or an async `main`), or those values are never
-    /// released. Swift only: the C core knows nothing of the main thread.
-    public var releasesValuesOnMainThread: Bool {
-        get { events.releasesOnMainThread.load(ordering: .relaxed) }
-        set { events.releasesOnMainThread.store(newValue, ordering: .relaxed) }
-    }
-
     /// Evicts least recently used entries until at most `count` remain. 0 (or a negative
     /// count) removes everything; `Int.max` does nothing.
     ///
     /// Runs on the calling thread, one eviction per lock acquisition, so other threads
-    /// interleave. Evicted values are released per ``releasesValuesAsynchronously``.
+    /// interleave. Evicted values are released per ``releasesValuesAsynchronously`` (on the
+    /// calling thread for values that are not `Sendable`).
     ///
     /// - Parameters:
     ///   - count: The number of entries to keep at most.
@@ -86,6 +63,7 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_trim_to_count`.
     public func trim(toCount count: Int) {
         yyc_memcache_trim_to_count(handle, MemoryCacheLimit.toC(count))
+        releaseHandedBackValues()
     }
 
     /// Evicts least recently used entries until the total cost is at most `cost`. 0 (or a
@@ -98,6 +76,7 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_trim_to_cost`.
     public func trim(toCost cost: Int) {
         yyc_memcache_trim_to_cost(handle, MemoryCacheLimit.toC(cost))
+        releaseHandedBackValues()
     }
 
     /// Evicts every entry not read or set in the last `age` seconds. An age `<= 0` removes
@@ -110,5 +89,54 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_trim_to_age`.
     public func trim(toAge age: TimeInterval) {
         yyc_memcache_trim_to_age(handle, age)
+        releaseHandedBackValues()
+    }
+}
+
+// Release policies send values to other threads: only for Sendable values.
+extension MemoryCache where Value: Sendable {
+    /// Whether removed, replaced, evicted and trimmed values are released on the library's
+    /// background worker thread (`true`, the default) or on the calling thread before the call
+    /// returns (`false`). Values evicted by a background trim are always released on the worker.
+    ///
+    /// Only where `Value: Sendable`: a cache of other values releases them on its callers'
+    /// threads only (see "Values that are not `Sendable`" on ``MemoryCache``). A cache created
+    /// by the general ``MemoryCache/init(name:)`` (in a generic context) reads `false`; setting
+    /// this property (either way) gives it the `Sendable` behaviour, background trims included.
+    ///
+    /// The corresponding C functions are `yyc_memcache_release_asynchronously` and
+    /// `yyc_memcache_set_release_asynchronously`.
+    public var releasesValuesAsynchronously: Bool {
+        get { yyc_memcache_release_asynchronously(handle) }
+        set {
+            yyc_memcache_set_release_asynchronously(handle, newValue)
+            allowReleasesOnAnyThread()
+        }
+    }
+
+    /// Whether values are released on the main thread: a value whose release would happen
+    /// elsewhere is sent to `DispatchQueue.main` and released there. Default `false`.
+    ///
+    /// "Main thread" means the main thread or the main queue: on Linux, `dispatchMain()` and an
+    /// async `main` exit the main thread and drain the main queue on another thread, so a
+    /// release already running on the main queue happens in place. The main queue must be
+    /// serviced (by `dispatchMain()`, a run loop or an async `main`), or those values are never
+    /// released. Swift only: the C core knows nothing of the main thread.
+    ///
+    /// Only where `Value: Sendable`, like ``releasesValuesAsynchronously``; setting it gives a
+    /// cache created in a generic context the `Sendable` behaviour too.
+    public var releasesValuesOnMainThread: Bool {
+        get { events.releasesOnMainThread.load(ordering: .relaxed) }
+        set {
+            events.releasesOnMainThread.store(newValue, ordering: .relaxed)
+            allowReleasesOnAnyThread()
+        }
+    }
+
+    /// Lets the C core release values where it drops them (`Value: Sendable` is known here),
+    /// after releasing those handed back so far.
+    private func allowReleasesOnAnyThread() {
+        events.releasesOnCallersOnly.store(false, ordering: .relaxed)
+        releaseHandedBackValues()
     }
 }

@@ -28,6 +28,36 @@ import Foundation
 /// mutex (`yyc_memcache.lock`), except ``name`` and the event handlers, which are Swift-only
 /// and kept behind a lock of their own.
 ///
+/// ## Values that are not `Sendable`
+///
+/// A value is never released, copied or destroyed on a thread other than the caller's unless
+/// `Value` is `Sendable` (so a non-`Sendable` value's `deinit` never runs concurrently with
+/// the code that owns the cache). Which rule applies is fixed where the cache is created:
+///
+/// - ``init(name:)`` where `Value: Sendable` is statically known gives YYMemoryCache's
+///   behaviour: values are released on the library's background worker by default
+///   (``releasesValuesAsynchronously``), and the entries removed by background trims (the cost
+///   limit, the auto-trim) are released there too.
+/// - ``init(name:)`` for any other `Value` (a non-`Sendable` class, or a generic `Value` not
+///   constrained to `Sendable`) releases values only in the calls of the cache's users, on
+///   their thread: a removed, replaced, evicted or trimmed value is released before the call
+///   returns, and the entries that the background worker evicts (cost limit, auto-trim) are
+///   only unlinked there; their values are handed back and released by the next call to
+///   ``value(forKey:)``, ``setValue(_:forKey:cost:)``, ``removeValue(forKey:)``,
+///   ``removeAllValues()``, a trim, ``handleMemoryWarning()`` or ``handleEnterBackground()``,
+///   or by the cache's `deinit`, whichever comes first. Nothing else changes: limits, trims
+///   and the auto-trim work as above.
+///
+/// ``releasesValuesAsynchronously`` and ``releasesValuesOnMainThread`` exist only where
+/// `Value: Sendable` (they send values to other threads). Setting either one on a cache created
+/// in a generic context switches it to the first behaviour.
+///
+/// Values stored inline are moved in and out of the C entries with `memcpy` only when Swift
+/// says the type is bitwise takable (most Swift types); other types (values holding a `weak`
+/// reference, C++ types with a copy or move constructor or a destructor, imported with C++
+/// interoperability) are boxed, so no user code ever runs under the cache's lock (see
+/// ``MemoryCacheStorage``).
+///
 /// The corresponding C type is `yyc_memcache`.
 public final class MemoryCache<Key: CacheKey, Value> {
     /// Swift-only properties (the C core does not know them).
@@ -42,6 +72,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     let handle: OpaquePointer
 
     /// The C callbacks' context; it must outlive `handle`.
+    @usableFromInline
     let events: MemoryCacheEvents<Key, Value>
 
     /// Whether values are class instances stored in the C core as they are, without a box
@@ -58,27 +89,40 @@ public final class MemoryCache<Key: CacheKey, Value> {
 
     let state: Protected<State>
 
-    /// Creates an empty cache with YYMemoryCache's defaults: no count, cost or age limit, an
-    /// auto-trim every 5 seconds, remove-all on memory warning and when entering the
-    /// background, values released asynchronously.
+    /// Creates an empty cache for values that may not be `Sendable`: YYMemoryCache's defaults
+    /// (no count, cost or age limit, an auto-trim every 5 seconds, remove-all on memory warning
+    /// and when entering the background), except that values are released only on the threads
+    /// of the cache's callers (see "Values that are not `Sendable`" above):
+    /// ``releasesValuesAsynchronously`` is `false`.
+    ///
+    /// Where `Value` is known to be `Sendable`, the overload in the `Value: Sendable` extension
+    /// is chosen instead.
     ///
     /// - Parameters:
     ///   - name: A name for debugging (``description``).
     /// - Complexity: O(1).
     ///
-    /// The corresponding C function is `yyc_memcache_new` (or `yyc_memcache_new_inline`).
+    /// The corresponding C function is `yyc_memcache_new` (or `yyc_memcache_new_inline`),
+    /// followed by `yyc_memcache_set_release_asynchronously(false)`.
     @inlinable
     public convenience init(name: String? = nil) {
         // Inlined so that the inline-value operations are specialized for Value here.
         let needsOps = Self.storesValuesInline && !MemoryCacheStorage<Value>.isTrivial
-        self.init(name: name, inlineOps: needsOps ? MemoryCacheInlineOps(for: Value.self) : .none)
+        self.init(
+            name: name, inlineOps: needsOps ? MemoryCacheInlineOps(for: Value.self) : .none,
+            releasesOnCallersOnly: true)
     }
 
     /// Creates the cache; `inlineOps` are the value type's operations when values are stored
-    /// inline and not trivial (``MemoryCacheInlineOps/none`` otherwise).
+    /// inline and not trivial (``MemoryCacheInlineOps/none`` otherwise). With
+    /// `releasesOnCallersOnly`, values are released only in the callers' calls (synchronous
+    /// release, background evictions handed back).
     @usableFromInline
-    init(name: String?, inlineOps: MemoryCacheInlineOps) {
-        let events = MemoryCacheEvents<Key, Value>(inlineOps: inlineOps)
+    init(name: String?, inlineOps: MemoryCacheInlineOps, releasesOnCallersOnly: Bool) {
+        let events = MemoryCacheEvents<Key, Value>(
+            inlineOps: inlineOps, storesInline: Self.storesValuesInline,
+            inlineSize: MemoryCacheStorage<Value>.inlineSize,
+            inlineAlignment: MemoryLayout<Value>.alignment, releasesOnCallersOnly: releasesOnCallersOnly)
         var handle: OpaquePointer?
         let status: Int32
         if Self.storesValuesInline {
@@ -94,6 +138,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
             // Only allocation can fail; Swift treats running out of memory as fatal too.
             fatalError("yyc_memcache_new failed: \(String(cString: yyc_strerror(status)))")
         }
+        if releasesOnCallersOnly { yyc_memcache_set_release_asynchronously(handle, false) }
         self.handle = handle
         self.events = events
         self.state = Protected(State(name: name))
@@ -104,7 +149,18 @@ public final class MemoryCache<Key: CacheKey, Value> {
     deinit {
         // Removes every entry and returns once every value has been released (values sent to
         // the main queue by `releasesValuesOnMainThread` are released later, on that queue).
+        // Values handed back by the worker (callers-only release) are released here, on the
+        // thread that drops the cache.
         yyc_memcache_free(handle)
+        events.releaseHandedBackValues()
+    }
+
+    /// Releases, on the calling thread, the values the C core handed back instead of releasing
+    /// them (callers-only release; see "Values that are not `Sendable`"). One atomic load when
+    /// there are none.
+    @inlinable
+    func releaseHandedBackValues() {
+        if events.hasHandedBackValues { events.releaseHandedBackValues() }
     }
 
     /// A name for debugging; it appears in ``description``. Default `nil`.
@@ -172,8 +228,10 @@ public final class MemoryCache<Key: CacheKey, Value> {
                 }
                 if status == 0 { result = bytes.assumingMemoryBound(to: Value.self).move() }
             }
+            releaseHandedBackValues()
             return result
         }
+        releaseHandedBackValues()
         var out: UnsafeMutableRawPointer?
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
@@ -219,6 +277,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
                 }
                 if status != 0 { typed.deinitialize(count: 1) }
             }
+            releaseHandedBackValues()
             return
         }
         // The C core takes its own reference (retain callback) before set returns; ours ends
@@ -231,6 +290,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
                     yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
                 }
             }
+            releaseHandedBackValues()
             return
         }
         let box = MemoryCacheBox(value)
@@ -240,6 +300,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
                 yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
             }
         }
+        releaseHandedBackValues()
     }
 
     /// Removes the entry for `key`, if any. The value is released per
@@ -254,6 +315,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     public func removeValue(forKey key: Key) {
         let handle = self.handle  // the closure then captures a pointer, not self (no retain)
         _ = key.withCacheKeyBytes { yyc_memcache_remove(handle, $0.baseAddress, $0.count) }
+        releaseHandedBackValues()
     }
 
     /// Removes every entry. The values are released per ``releasesValuesAsynchronously``.
@@ -264,6 +326,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// The corresponding C function is `yyc_memcache_remove_all`.
     public func removeAllValues() {
         yyc_memcache_remove_all(handle)
+        releaseHandedBackValues()
     }
 
     /// The value for `key`; setting `nil` removes the entry. Equivalent to ``value(forKey:)``
@@ -283,6 +346,28 @@ public final class MemoryCache<Key: CacheKey, Value> {
 // (`yyc_memcache.lock`, taken at the top of each yyc_memcache_* call); `name` and the handlers
 // are behind a Protected lock; `handle` and `events` are immutable.
 extension MemoryCache: @unchecked Sendable where Value: Sendable {}
+
+extension MemoryCache where Value: Sendable {
+    /// Creates an empty cache with YYMemoryCache's defaults: no count, cost or age limit, an
+    /// auto-trim every 5 seconds, remove-all on memory warning and when entering the
+    /// background, values released asynchronously (on the library's background worker).
+    ///
+    /// Chosen wherever `Value` is known to be `Sendable`; elsewhere the general
+    /// ``init(name:)`` releases values on the callers' threads only.
+    ///
+    /// - Parameters:
+    ///   - name: A name for debugging (``description``).
+    /// - Complexity: O(1).
+    ///
+    /// The corresponding C function is `yyc_memcache_new` (or `yyc_memcache_new_inline`).
+    @inlinable
+    public convenience init(name: String? = nil) {
+        let needsOps = Self.storesValuesInline && !MemoryCacheStorage<Value>.isTrivial
+        self.init(
+            name: name, inlineOps: needsOps ? MemoryCacheInlineOps(for: Value.self) : .none,
+            releasesOnCallersOnly: false)
+    }
+}
 
 extension MemoryCache: CustomStringConvertible {
     /// `<MemoryCache<Key, Value>: 0x...> (name)`, or without the name.

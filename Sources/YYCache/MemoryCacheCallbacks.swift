@@ -17,11 +17,69 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// `MemoryCache.releasesValuesOnMainThread`, read by the release callback on any thread.
     let releasesOnMainThread = Atomic<Bool>(false)
 
+    /// Whether values are released only in the cache's callers' calls (the cache was created
+    /// without knowing that `Value` is `Sendable`): the release and destroy callbacks then hand
+    /// every value back (``handedBack``) instead of releasing it, and the cache releases them
+    /// when its call (or the next one, for the background worker's evictions) returns.
+    let releasesOnCallersOnly: Atomic<Bool>
+
+    /// Values handed back by the callbacks, waiting for a caller: object pointers (pointer
+    /// caches) or heap cells holding an inline value's bytes (inline caches), as integers.
+    /// Only moved here, never retained, copied or destroyed: the bytes of an inline value are
+    /// moved with `memcpy`, which is a valid move because inline values are bitwise takable.
+    let handedBack = Protected<[UInt]>([])
+    /// Whether ``handedBack`` may be non-empty; set under its lock, read without it.
+    let handedBackFlag = Atomic<Bool>(false)
+
     /// Inline values: the value type's copy and destroy (``MemoryCacheInlineOps/none`` otherwise).
     let inlineOps: MemoryCacheInlineOps
+    /// Whether the C cache stores inline values (else pointers: objects or boxes), and the
+    /// size and alignment of an inline value's bytes there.
+    let storesInline: Bool
+    let inlineSize: Int
+    let inlineAlignment: Int
 
-    init(inlineOps: MemoryCacheInlineOps) {
+    init(
+        inlineOps: MemoryCacheInlineOps, storesInline: Bool, inlineSize: Int, inlineAlignment: Int,
+        releasesOnCallersOnly: Bool
+    ) {
         self.inlineOps = inlineOps
+        self.storesInline = storesInline
+        self.inlineSize = inlineSize
+        self.inlineAlignment = inlineAlignment
+        self.releasesOnCallersOnly = Atomic(releasesOnCallersOnly)
+    }
+
+    /// Whether values were handed back since the last ``releaseHandedBackValues()``.
+    @usableFromInline
+    final var hasHandedBackValues: Bool { handedBackFlag.load(ordering: .acquiring) }
+
+    /// Keeps `bits` (a value the C core dropped) for a caller to release. Any thread.
+    final func handBack(_ bits: UInt) {
+        handedBack.withLock {
+            $0.append(bits)
+            handedBackFlag.store(true, ordering: .releasing)
+        }
+    }
+
+    /// Releases every handed-back value on the calling thread (which runs a call of the cache,
+    /// or its deinit), with no lock held: a value's deinit may call back into the cache.
+    @usableFromInline
+    final func releaseHandedBackValues() {
+        let values = handedBack.withLock { values -> [UInt] in
+            handedBackFlag.store(false, ordering: .relaxed)
+            defer { values = [] }
+            return values
+        }
+        for bits in values {
+            let pointer = UnsafeMutableRawPointer(bitPattern: bits)!
+            if storesInline {
+                inlineOps.destroy(pointer)
+                pointer.deallocate()
+            } else {
+                Unmanaged<AnyObject>.fromOpaque(pointer).release()
+            }
+        }
     }
 
     /// Called by the C core's memory-warning hook, on the thread of `handleMemoryWarning()`.
@@ -53,7 +111,12 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// moves to a heap cell first; the cell travels as an integer (no other thread touches it
     /// after this hop).
     final func destroyInlineValue(_ value: UnsafeMutableRawPointer) {
-        if releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
+        if releasesOnCallersOnly.load(ordering: .relaxed) {
+            // A move by memcpy (inline values are bitwise takable): no code of the value runs.
+            let cell = UnsafeMutableRawPointer.allocate(byteCount: inlineSize, alignment: inlineAlignment)
+            cell.copyMemory(from: value, byteCount: inlineSize)
+            handBack(UInt(bitPattern: cell))
+        } else if releasesOnMainThread.load(ordering: .relaxed) && !MainQueue.isCurrent {
             let ops = inlineOps
             let bits = UInt(bitPattern: ops.moveToHeap(value))
             DispatchQueue.main.async { ops.destroyHeap(UnsafeMutableRawPointer(bitPattern: bits)!) }
@@ -84,10 +147,14 @@ private func memoryCacheReleaseValue(_ ctx: UnsafeMutableRawPointer?, _ value: U
     guard let ctx, let value else { return }
     // A guaranteed reference: no retain/release pair on the callbacks object per released value
     // (the cache keeps it alive while the C core can call back).
-    let onMain = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)._withUnsafeGuaranteedRef {
-        $0.releasesOnMainThread.load(ordering: .relaxed)
+    let callbacks = Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx)
+    let (callersOnly, onMain) = callbacks._withUnsafeGuaranteedRef {
+        ($0.releasesOnCallersOnly.load(ordering: .relaxed), $0.releasesOnMainThread.load(ordering: .relaxed))
     }
-    if onMain && !MainQueue.isCurrent {
+    if callersOnly {
+        // Not even a release here: this may be the background worker.
+        callbacks._withUnsafeGuaranteedRef { $0.handBack(UInt(bitPattern: value)) }
+    } else if onMain && !MainQueue.isCurrent {
         // The pointer travels as an integer: the box is not Sendable, but after this hop no
         // other thread touches it (the cache has already dropped it).
         let bits = UInt(bitPattern: value)

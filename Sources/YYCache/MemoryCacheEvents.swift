@@ -1,4 +1,5 @@
 /// Forwards the C core's events to a ``MemoryCache``'s handlers.
+@usableFromInline
 final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unchecked Sendable {
     // @unchecked Sendable: `cache` is written once, in MemoryCache.init, before the hooks are
     // installed; afterwards it is only read.

@@ -7,17 +7,22 @@ import CYYCache
 ///
 /// - **object**: class instances (one strong reference) are handed to the C core as they are,
 ///   owned through its retain/release callbacks (`yyc_memcache_new`).
-/// - **inline**: values of at most ``inlineMaximum`` bytes (alignment at most 16) are copied
-///   into the C entry itself (`yyc_memcache_new_inline`): no allocation per value and no extra
+/// - **inline**: bitwise-takable values of at most ``inlineMaximum`` bytes (alignment at most
+///   16) are copied into the C entry itself (`yyc_memcache_new_inline`): no allocation per value and no extra
 ///   cache line per lookup. Trivial values (`_isPOD`) are plain bytes with no callbacks; others
 ///   (`Data`, `String`, structs holding references) are copied out under the lock by a copy
 ///   callback (which retains the references they hold) and destroyed off the lock.
-/// - **boxed**: larger values live in a ``MemoryCacheBox`` owned like an object.
+/// - **boxed**: larger values, and values that are not bitwise takable, live in a
+///   ``MemoryCacheBox`` owned like an object.
 ///
-/// Inline values are moved in and out of the C entry with `memcpy`: this relies on Swift values
-/// being bitwise movable, which every Swift type on Linux is (native `weak` references included,
-/// tested); only imported C++ types with a non-trivial move constructor are not, and they must
-/// not be cached by value (wrap them in a class).
+/// Inline values are moved in and out of the C entry with `memcpy`, and copied out under the
+/// C cache's lock: both are sound only for bitwise-takable types (`_isBitwiseTakable`), whose
+/// copy runs no user code (it only retains the references the value holds). Most native Swift
+/// types are. Two kinds are not, and are boxed: values holding a `weak` reference, and C++
+/// types imported with C++ interoperability that have a copy constructor, move constructor or
+/// destructor (such as `std.string`). For a boxed value the C core only retains and releases
+/// the box, and the value's copy (a C++ copy constructor) runs in ``MemoryCache/value(forKey:)``
+/// after the lock is released.
 @usableFromInline
 enum MemoryCacheStorage<Value> {
     /// `YYC_MEMCACHE_INLINE_MAX`: the largest value stored inline, in bytes. A computed
@@ -32,7 +37,7 @@ enum MemoryCacheStorage<Value> {
     /// Whether values are stored inline in the C entry.
     @inlinable
     static var storesInline: Bool {
-        !storesObjects && MemoryLayout<Value>.size <= inlineMaximum
+        !storesObjects && _isBitwiseTakable(Value.self) && MemoryLayout<Value>.size <= inlineMaximum
             && MemoryLayout<Value>.alignment <= 16
     }
 

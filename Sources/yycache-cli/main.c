@@ -4,8 +4,16 @@
  * One function per subcommand, cmd_<name>(argc, argv) with argv[0] the subcommand's name, each
  * parsing its own options with getopt_long and returning the exit status (see cli.h).
  * Read-only commands (stats, ls, verify without --repair) go through manifest.c, which opens
- * manifest.sqlite read-only; commands that change the folder go through the library
- * (yyc_diskcache_* for get and set, yyc_kv_* for the rest), so the semantics are the library's.
+ * manifest.sqlite read-only; get, set, rm, trim and clear go through the library
+ * (yyc_diskcache_* for get and set, yyc_kv_* for the rest), so the semantics are the library's;
+ * verify --repair and vacuum work under the library's folder lock (folder.c). Every command but
+ * set first identifies the folder as a cache (cli_identify_cache), so that the library never
+ * opens - and never rebuilds or clears - a folder that is not one.
+ *
+ * Testing only: with YYCACHE_TESTING_PAUSE_BEFORE_REPAIR=1 in the environment, verify --repair
+ * stops between its scan and its repairs, says "yycache: testing: paused before repair" on
+ * standard error and waits for a line on standard input (Tests/cli/test_cli.py uses it to change
+ * the folder at that moment). It changes nothing else.
  */
 #include "cli.h"
 
@@ -14,7 +22,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -40,17 +47,24 @@ static const char general_help[] =
     "\n"
     "Read-only commands (manifest.sqlite opened read-only; the folder is never changed):\n"
     "  stats PATH                  entries, sizes, inline/file split, access times, manifest\n"
+    "                              and WAL sizes\n"
     "  ls PATH                     list the entries (--limit N, --sort access|size|key, --json)\n"
     "  verify PATH                 check rows against data/ (with --repair it fixes them)\n"
-    "Commands that change the folder (through the library, like DiskCache):\n"
+    "Commands that change the folder (through the library, like DiskCache, or under the\n"
+    "folder lock it takes around its changes):\n"
     "  get PATH KEY [-o FILE]      write a value's bytes (refreshes its access time)\n"
     "  set PATH KEY [FILE|-]       store a value read from FILE or standard input\n"
     "  rm PATH KEY...              remove keys\n"
     "  trim PATH [--count N] [--size BYTES] [--age SECONDS]\n"
     "                              evict least recently used entries\n"
     "  clear PATH                  remove every entry\n"
+    "  vacuum PATH                 compact manifest.sqlite and empty its WAL\n"
     "\n"
-    "Options: --bytes (exact sizes), --json (stats, ls, verify), -h/--help, --version.\n"
+    "Only 'set' creates a cache (in a missing or empty folder). Every other command first\n"
+    "checks, read-only, that PATH is a cache (manifest.sqlite with YYKVStorage's table and\n"
+    "index) and changes nothing otherwise.\n"
+    "\n"
+    "Options: --bytes (exact sizes), --json (stats, ls, verify, vacuum), -h/--help, --version.\n"
     "Put -- before a key that begins with '-'.\n"
     "\n"
     "Exit status: 0 success; 1 no (get: no such key; verify: problems left unrepaired);\n"
@@ -116,7 +130,7 @@ static void warn_if_rebuilt(const char *path) {
 }
 
 static bool open_kv(const char *path, yyc_kv **out) {
-    if (!cli_check_cache_folder(path)) return false;
+    if (!cli_identify_cache(path)) return false;
     int st = yyc_kv_open(path, YYC_KV_MIXED, out);
     if (st != YYC_OK) {
         library_error(path, "cannot open", st);
@@ -137,27 +151,7 @@ static bool open_disk_cache(const char *path, yyc_diskcache **out) {
     return true;
 }
 
-static int64_t file_size_or_zero(const char *path, const char *name) {
-    char buf[4096];
-    struct stat st;
-    snprintf(buf, sizeof buf, "%s/%s", path, name);
-    return stat(buf, &st) == 0 ? (int64_t)st.st_size : 0;
-}
-
-static int64_t count_entries(const char *path, const char *name) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s/%s", path, name);
-    DIR *d = opendir(buf);
-    if (!d) return 0;
-    int64_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
-    closedir(d);
-    return n;
-}
-
-static const char *entries(int64_t n) { return n == 1 ? "entry" : "entries"; }
+static const char *entries(int64_t n) { return plural(n, "entry", "entries"); }
 
 static void print_json_key_fields(FILE *out, const char *key, size_t len) {
     fputs("\"key\": ", out);
@@ -234,13 +228,19 @@ static int cmd_stats(int argc, char **argv) {
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
-    if (!cli_check_cache_folder(path)) return EXIT_ERROR;
+    if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     cli_stats s;
     if (!manifest_read_stats(path, &s)) return EXIT_ERROR;
-    int64_t manifest = file_size_or_zero(path, "manifest.sqlite");
-    int64_t wal = file_size_or_zero(path, "manifest.sqlite-wal");
-    int64_t trash = count_entries(path, "trash");
+    int root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        cli_error(path, "%s", strerror(errno));
+        return EXIT_ERROR;
+    }
+    int64_t manifest = cli_file_size_at(root_fd, "manifest.sqlite");
+    int64_t wal = cli_file_size_at(root_fd, "manifest.sqlite-wal");
+    int64_t trash = cli_count_entries_at(root_fd, "trash");
+    close(root_fd);
 
     if (json) {
         printf("{\"path\": ");
@@ -274,8 +274,9 @@ static int cmd_stats(int argc, char **argv) {
     } else {
         printf("oldest access:  -\nnewest access:  -\n");
     }
-    printf("manifest:       %s (manifest.sqlite), %s (manifest.sqlite-wal)\n",
-           fmt_size(manifest, exact, b1), fmt_size(wal, exact, b2));
+    printf("manifest:       %s (manifest.sqlite)\n", fmt_size(manifest, exact, b1));
+    printf("WAL:            %s (manifest.sqlite-wal%s)\n", fmt_size(wal, exact, b2),
+           wal > 0 ? "; 'yycache vacuum' empties it" : "");
     printf("trash:          %lld %s waiting for deletion\n", (long long)trash, entries(trash));
     return EXIT_OK;
 }
@@ -320,7 +321,7 @@ static int cmd_ls(int argc, char **argv) {
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
-    if (!cli_check_cache_folder(path)) return EXIT_ERROR;
+    if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     cli_rows rows;
     if (!manifest_read_rows(path, sort, limit, &rows)) return EXIT_ERROR;
@@ -377,7 +378,7 @@ static int cmd_get(int argc, char **argv) {
     }
     if (argc - optind != 2) return usage_error(argv[0], "expected PATH and KEY");
     const char *path = argv[optind], *key = argv[optind + 1];
-    if (!cli_check_cache_folder(path)) return EXIT_ERROR;
+    if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     yyc_diskcache *dc;
     if (!open_disk_cache(path, &dc)) return EXIT_ERROR;
@@ -417,7 +418,15 @@ static int cmd_get(int argc, char **argv) {
 static bool may_become_cache(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return errno == ENOENT;
-    return S_ISDIR(st.st_mode) && count_entries(path, ".") == 0;
+    if (!S_ISDIR(st.st_mode)) return false;
+    DIR *d = opendir(path);
+    if (!d) return false;
+    bool empty = true;
+    struct dirent *e;
+    while (empty && (e = readdir(d)) != NULL)
+        empty = strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0;
+    closedir(d);
+    return empty;
 }
 
 static int cmd_set(int argc, char **argv) {
@@ -432,7 +441,7 @@ static int cmd_set(int argc, char **argv) {
     const char *path = argv[optind], *key = argv[optind + 1];
     const char *input = argc - optind == 3 ? argv[optind + 2] : "-";
     if (key[0] == '\0') return usage_error(argv[0], "the key is empty");
-    if (!may_become_cache(path) && !cli_check_cache_folder(path)) return EXIT_ERROR;
+    if (!may_become_cache(path) && !cli_identify_cache(path)) return EXIT_ERROR;
 
     bool from_stdin = strcmp(input, "-") == 0;
     FILE *in = from_stdin ? stdin : fopen(input, "rb");
@@ -563,49 +572,33 @@ static int cmd_clear(int argc, char **argv) {
 
 /* ---- verify ---- */
 
-static int remove_tree_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(p) == 0 ? 0 : -1;
-}
-
-/* Fixes one problem with the library (rows) or by deleting the stray entry of data/. */
-static void repair(const char *path, yyc_kv *kv, cli_problem *p) {
-    if (p->kind == PROBLEM_INVALID_FILENAME) {
-        p->not_fixed_reason = "the file name is not a single path component: fix it by hand";
-        return;
-    }
-    if (p->kind == PROBLEM_STRAY_FILE) {
-        char full[4096];
-        snprintf(full, sizeof full, "%s/data/%s", path, p->stray_name);
-        int rc = p->stray_is_dir ? nftw(full, remove_tree_entry, 16, FTW_DEPTH | FTW_PHYS)
-                                 : unlink(full);
-        if (rc == 0 || errno == ENOENT)
-            p->fixed = true;
-        else
-            p->not_fixed_reason = strerror(errno);
-        return;
-    }
-    const cli_row *r = p->row;
-    if (!r->key || strlen(r->key) != r->key_len || r->key_len == 0) {
-        p->not_fixed_reason =
-            "the key is NULL, empty or holds a NUL byte: the library cannot name it";
-        return;
-    }
-    int st = yyc_kv_remove(kv, r->key); /* the row and its file */
-    if (st == YYC_OK)
-        p->fixed = true;
-    else
-        p->not_fixed_reason = yyc_strerror(st);
-}
-
 static const char *const problem_names[] = {
+    [PROBLEM_DATA_NOT_FOLDER] = "data_not_a_folder",
     [PROBLEM_MISSING_FILE] = "missing_file",
     [PROBLEM_SIZE_MISMATCH] = "size_mismatch",
     [PROBLEM_STRAY_FILE] = "stray_file",
     [PROBLEM_INVALID_FILENAME] = "invalid_filename",
 };
 
-static void print_problem_json(const cli_problem *p, bool repaired) {
+static const char *const outcome_names[] = {
+    [REPAIR_NONE] = NULL,
+    [REPAIR_DELETED] = "deleted",
+    [REPAIR_ROW_REMOVED] = "row_removed",
+    [REPAIR_REPLACED] = "replaced",
+    [REPAIR_RESOLVED] = "resolved",
+    [REPAIR_NOT_FIXED] = "not_fixed",
+};
+
+/* Whether verify --repair changed something to fix the problem. */
+static bool was_fixed(const cli_problem *p) {
+    return p->outcome == REPAIR_DELETED || p->outcome == REPAIR_ROW_REMOVED ||
+           p->outcome == REPAIR_REPLACED;
+}
+
+/* Whether the problem is still there: not repaired (read-only verify, or not fixed). */
+static bool is_left(const cli_problem *p) { return !was_fixed(p) && p->outcome != REPAIR_RESOLVED; }
+
+static void print_problem_json(const cli_problem *p) {
     printf("{\"kind\": \"%s\", ", problem_names[p->kind]);
     const cli_row *r = p->row;
     if (r) {
@@ -618,24 +611,31 @@ static void print_problem_json(const cli_problem *p, bool repaired) {
         printf(", \"size\": %lld", (long long)r->size);
         if (p->kind == PROBLEM_SIZE_MISMATCH)
             printf(", \"actual_size\": %lld", (long long)p->actual_size);
-    } else {
+    } else if (p->stray_name) {
         fputs("\"filename\": ", stdout);
         print_json_string(stdout, p->stray_name, strlen(p->stray_name));
         printf(", \"is_dir\": %s, \"actual_size\": %lld", p->stray_is_dir ? "true" : "false",
                (long long)p->actual_size);
+    } else {
+        fputs("\"filename\": \"data\"", stdout);
     }
-    printf(", \"fixed\": %s", p->fixed ? "true" : "false");
-    if (repaired && !p->fixed && p->not_fixed_reason) {
-        fputs(", \"error\": ", stdout);
-        print_json_string(stdout, p->not_fixed_reason, strlen(p->not_fixed_reason));
+    printf(", \"fixed\": %s", was_fixed(p) ? "true" : "false");
+    if (p->outcome != REPAIR_NONE) printf(", \"outcome\": \"%s\"", outcome_names[p->outcome]);
+    if (p->reason) {
+        fputs(p->outcome == REPAIR_NOT_FIXED ? ", \"error\": " : ", \"note\": ", stdout);
+        print_json_string(stdout, p->reason, strlen(p->reason));
     }
     fputs("}", stdout);
 }
 
-static void print_problem_human(const cli_problem *p, bool repaired, bool exact) {
+static void print_problem_human(const cli_problem *p, bool exact) {
     char b[32];
     const cli_row *r = p->row;
     switch (p->kind) {
+    case PROBLEM_DATA_NOT_FOLDER:
+        printf("data/ is not a folder (a link or a file: not followed; its rows' files are "
+               "missing)");
+        break;
     case PROBLEM_STRAY_FILE:
         printf("stray %s: data/", p->stray_is_dir ? "folder" : "file");
         print_key(stdout, p->stray_name, strlen(p->stray_name), false);
@@ -664,17 +664,44 @@ static void print_problem_human(const cli_problem *p, bool repaired, bool exact)
             printf(" (inline)");
         }
         if (p->kind == PROBLEM_SIZE_MISMATCH)
-            printf(": the manifest says %lld bytes, the %s has %lld", (long long)r->size,
-                   r->filename ? "file" : "inline data", (long long)p->actual_size);
+            printf(": the manifest says %lld %s, the %s has %lld", (long long)r->size,
+                   plural(r->size, "byte", "bytes"), r->filename ? "file" : "inline data",
+                   (long long)p->actual_size);
         else if (p->kind == PROBLEM_MISSING_FILE)
             printf(" (%s)", fmt_size(r->size, exact, b));
     }
-    if (repaired && p->fixed)
-        printf(": fixed (%s)\n", r ? "row removed" : "deleted");
-    else if (repaired)
-        printf(": NOT fixed (%s)\n", p->not_fixed_reason ? p->not_fixed_reason : "?");
-    else
+    switch (p->outcome) {
+    case REPAIR_NONE:
         printf("\n");
+        break;
+    case REPAIR_DELETED:
+        printf(": fixed (deleted)\n");
+        break;
+    case REPAIR_ROW_REMOVED:
+        printf(": fixed (row removed)\n");
+        break;
+    case REPAIR_REPLACED:
+        printf(": fixed (replaced by an empty folder)\n");
+        break;
+    case REPAIR_RESOLVED:
+        printf(": left alone (%s)\n", p->reason);
+        break;
+    case REPAIR_NOT_FIXED:
+        printf(": NOT fixed (%s)\n", p->reason ? p->reason : "?");
+        break;
+    }
+}
+
+/* The testing-only pause of verify --repair between its scan and its repairs (see the top of
+ * this file). */
+static void testing_pause_before_repair(void) {
+    const char *v = getenv("YYCACHE_TESTING_PAUSE_BEFORE_REPAIR");
+    if (!v || strcmp(v, "1") != 0) return;
+    fputs("yycache: testing: paused before repair\n", stderr);
+    fflush(stderr);
+    int c;
+    while ((c = getchar()) != EOF && c != '\n') {
+    }
 }
 
 static int cmd_verify(int argc, char **argv) {
@@ -704,23 +731,22 @@ static int cmd_verify(int argc, char **argv) {
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
-    if (!cli_check_cache_folder(path)) return EXIT_ERROR;
+    if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     cli_verify v;
     if (!verify_scan(path, &v)) return EXIT_ERROR;
     if (repair_mode && v.problem_count > 0) {
-        yyc_kv *kv;
-        if (!open_kv(path, &kv)) {
+        testing_pause_before_repair();
+        if (!repair_problems(path, &v)) {
             verify_free(&v);
             return EXIT_ERROR;
         }
-        for (size_t i = 0; i < v.problem_count; i++)
-            repair(path, kv, &v.problems[i]);
-        yyc_kv_close(kv);
     }
-    size_t unfixed = 0;
-    for (size_t i = 0; i < v.problem_count; i++)
-        unfixed += !v.problems[i].fixed;
+    size_t left = 0, fixed = 0;
+    for (size_t i = 0; i < v.problem_count; i++) {
+        left += is_left(&v.problems[i]);
+        fixed += was_fixed(&v.problems[i]);
+    }
 
     if (json) {
         printf("{\"path\": ");
@@ -728,28 +754,83 @@ static int cmd_verify(int argc, char **argv) {
         printf(", \"rows\": %zu, \"files\": %zu, \"recent_temp_files\": %zu, \"repair\": %s, "
                "\"ok\": %s, \"problems\": [",
                v.rows.count, v.files_checked, v.recent_temp_files, repair_mode ? "true" : "false",
-               unfixed == 0 ? "true" : "false");
+               left == 0 ? "true" : "false");
         for (size_t i = 0; i < v.problem_count; i++) {
             fputs(i ? ",\n  " : "\n  ", stdout);
-            print_problem_json(&v.problems[i], repair_mode);
+            print_problem_json(&v.problems[i]);
         }
         fputs(v.problem_count ? "\n]}\n" : "]}\n", stdout);
     } else {
         for (size_t i = 0; i < v.problem_count; i++)
-            print_problem_human(&v.problems[i], repair_mode, exact);
-        printf("%zu rows, %zu entries in data/: ", v.rows.count, v.files_checked);
-        if (v.problem_count == 0)
+            print_problem_human(&v.problems[i], exact);
+        size_t n = v.problem_count, resolved = n - left - fixed;
+        printf("%zu %s, %zu %s in data/: ", v.rows.count,
+               plural((int64_t)v.rows.count, "row", "rows"), v.files_checked,
+               entries((int64_t)v.files_checked));
+        if (n == 0)
             printf("no problems\n");
         else if (repair_mode)
-            printf("%zu problems, %zu fixed\n", v.problem_count, v.problem_count - unfixed);
+            printf("%zu %s: %zu fixed, %zu left alone (no longer a problem), %zu not fixed\n", n,
+                   plural((int64_t)n, "problem", "problems"), fixed, resolved, left);
         else
-            printf("%zu problems (run with --repair to fix them)\n", v.problem_count);
+            printf("%zu %s (run with --repair to fix %s)\n", n,
+                   plural((int64_t)n, "problem", "problems"), n == 1 ? "it" : "them");
         if (v.recent_temp_files)
-            printf("(%zu recent temporary files skipped: writes in progress)\n",
-                   v.recent_temp_files);
+            printf("(%zu recent temporary %s skipped: %s in progress)\n", v.recent_temp_files,
+                   plural((int64_t)v.recent_temp_files, "file", "files"),
+                   v.recent_temp_files == 1 ? "a write" : "writes");
     }
     verify_free(&v);
-    return unfixed == 0 ? EXIT_OK : EXIT_NO;
+    return left == 0 ? EXIT_OK : EXIT_NO;
+}
+
+/* ---- vacuum ---- */
+
+static int cmd_vacuum(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"bytes", no_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool json = false, exact = false;
+    int c;
+    while ((c = next_option(argc, argv, ":h", opts)) != -1) {
+        switch (c) {
+        case 'j':
+            json = true;
+            break;
+        case 'b':
+            exact = true;
+            break;
+        default:
+            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        }
+    }
+    if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
+    const char *path = argv[optind];
+    if (!cli_identify_cache(path)) return EXIT_ERROR;
+
+    cli_vacuum_sizes z;
+    if (!vacuum_manifest(path, &z)) return EXIT_ERROR;
+    if (json) {
+        printf("{\"path\": ");
+        print_json_string(stdout, path, strlen(path));
+        printf(", \"manifest_size_before\": %lld, \"manifest_size_after\": %lld, "
+               "\"wal_size_before\": %lld, \"wal_size_after\": %lld, \"wal_kept\": %s}\n",
+               (long long)z.manifest_before, (long long)z.manifest_after,
+               (long long)z.wal_before, (long long)z.wal_after, z.wal_kept ? "true" : "false");
+        return EXIT_OK;
+    }
+    char b1[32], b2[32];
+    printf("manifest.sqlite:      %s -> %s\n", fmt_size(z.manifest_before, exact, b1),
+           fmt_size(z.manifest_after, exact, b2));
+    printf("manifest.sqlite-wal:  %s -> %s\n", fmt_size(z.wal_before, exact, b1),
+           fmt_size(z.wal_after, exact, b2));
+    if (z.wal_kept)
+        printf("(another process was reading: the rest of the WAL is emptied at a later "
+               "checkpoint)\n");
+    return EXIT_OK;
 }
 
 /* ---- help and dispatch ---- */
@@ -760,7 +841,8 @@ static const command commands[] = {
     {"stats", cmd_stats, "stats PATH [--json] [--bytes]",
      "Prints the number of entries, their total size, the split between inline values (in\n"
      "manifest.sqlite) and files (in data/) by count and bytes, the oldest and newest access\n"
-     "times, the sizes of manifest.sqlite and manifest.sqlite-wal, and the entries in trash/.\n"
+     "times, the sizes of manifest.sqlite and of its WAL (manifest.sqlite-wal: writes not yet\n"
+     "copied into the manifest; 'yycache vacuum' empties it), and the entries in trash/.\n"
      "\n"
      "Read-only: manifest.sqlite is opened with SQLITE_OPEN_READONLY, never through the\n"
      "library; nothing is written, rebuilt, trimmed or deleted (not even trash/).\n"
@@ -817,9 +899,24 @@ static const command commands[] = {
     {"clear", cmd_clear, "clear PATH",
      "Removes every entry (rows and files) through the library, synchronously: when it\n"
      "returns, data/ holds no entry's file. Entries of data/ that no row names are left for\n"
-     "'verify --repair'.\n"},
+     "'verify --repair'.\n"
+     "\n"
+     "Like get, rm and trim, it first checks read-only that PATH is a cache folder; a folder\n"
+     "that is not one is left exactly as it is (exit status 2).\n"},
+    {"vacuum", cmd_vacuum, "vacuum PATH [--json] [--bytes]",
+     "Compacts manifest.sqlite (SQLite's VACUUM: the space of removed rows is given back to\n"
+     "the file system) and empties its WAL (a truncating checkpoint), under the folder lock\n"
+     "the library takes around its changes, so processes using the cache wait for it (up to\n"
+     "their busy timeout) and lose nothing. Prints the sizes of manifest.sqlite and\n"
+     "manifest.sqlite-wal before and after. Needs free space for a copy of the manifest.\n"
+     "\n"
+     "  --json    one JSON object: path, manifest_size_before, manifest_size_after,\n"
+     "            wal_size_before, wal_size_after, wal_kept (another process's read kept part\n"
+     "            of the WAL)\n"
+     "  --bytes   exact byte counts instead of 1.5 KiB\n"},
     {"verify", cmd_verify, "verify PATH [--repair] [--json] [--bytes]",
      "Compares manifest.sqlite with data/ and reports:\n"
+     "  data_not_a_folder a link or a file in place of data/ (never followed)\n"
      "  missing_file      a row whose file in data/ is absent (or not a regular file)\n"
      "  size_mismatch     the file's length, or the inline data's length, differs from the\n"
      "                    row's size\n"
@@ -828,13 +925,23 @@ static const command commands[] = {
      "  invalid_filename  a row whose file name is not a single path component\n"
      "\n"
      "Without --repair it is read-only (manifest.sqlite opened with SQLITE_OPEN_READONLY;\n"
-     "nothing changes). With --repair, rows with a missing file or a size mismatch are removed\n"
-     "through the library (with their files) and stray entries are deleted; invalid file\n"
-     "names are only reported. Run --repair while no program is writing to the cache.\n"
+     "nothing changes; no link is followed). On a cache in use the report may include changes\n"
+     "in progress.\n"
+     "\n"
+     "With --repair, each problem is fixed in its own hold of the folder lock the library\n"
+     "takes around its changes, after checking it again there: a stray entry is deleted only\n"
+     "if no row names it by then (and it is not a temporary file younger than 15 minutes); a\n"
+     "row with a missing file or a size mismatch is removed (with a file of the wrong size)\n"
+     "only if it is still the same row and still broken; data/ that is a link or a file is\n"
+     "replaced by an empty folder (the link itself is removed, never what it points to).\n"
+     "Everything happens inside data/ as it is under the lock, never through a link, so it is\n"
+     "safe while programs use the cache. A problem that went away meanwhile is left alone.\n"
+     "Invalid file names are only reported.\n"
      "\n"
      "  --json    one JSON object: path, rows, files, recent_temp_files, repair, ok, and\n"
      "            problems: [{kind, key, key_hex?, filename, size, actual_size?, is_dir?,\n"
-     "            fixed, error?}]\n"
+     "            fixed, outcome? (deleted, row_removed, replaced, resolved, not_fixed),\n"
+     "            note? or error?}]\n"
      "\n"
      "Exit status 0 when no problem is left (none found, or all fixed), 1 when problems are\n"
      "left, 2 on errors.\n"},

@@ -3,6 +3,10 @@
  *
  * The manifest is opened with sqlite3 directly, SQLITE_OPEN_READONLY, never through the
  * library: nothing here writes a row, rebuilds a manifest, empties trash/ or touches data/.
+ * Every open checks that the manifest's schema is YYKVStorage's (schema_is_cache), so a folder
+ * that merely holds some file named manifest.sqlite is never taken for a cache. No symbolic link
+ * inside the folder is followed (data/, trash/, the manifest and its -wal are opened or looked at
+ * with O_NOFOLLOW, AT_SYMLINK_NOFOLLOW or SQLITE_OPEN_NOFOLLOW).
  *
  * A reader of a WAL database normally creates the -wal and -shm companion files when they are
  * missing (and leaves them behind). To leave an idle folder exactly as it was, a folder without
@@ -43,7 +47,29 @@ static char *join(const char *path, const char *name) {
     return s;
 }
 
-bool cli_check_cache_folder(const char *path) {
+int64_t cli_file_size_at(int root_fd, const char *name) {
+    struct stat st;
+    if (fstatat(root_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return 0;
+    return (int64_t)st.st_size;
+}
+
+int64_t cli_count_entries_at(int root_fd, const char *name) {
+    int fd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return 0;
+    }
+    int64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) n++;
+    closedir(d);
+    return n;
+}
+
+/* The folder and its manifest file, looked at without following a link inside the folder. */
+static bool check_folder_and_manifest(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) {
         cli_error(path, "%s", strerror(errno));
@@ -53,12 +79,28 @@ bool cli_check_cache_folder(const char *path) {
         cli_error(path, "%s", strerror(ENOTDIR));
         return false;
     }
-    char *db = join(path, "manifest.sqlite");
-    if (!db) return false;
-    bool ok = stat(db, &st) == 0 && S_ISREG(st.st_mode);
-    if (!ok) cli_error(path, "not a cache folder (no manifest.sqlite)");
-    free(db);
-    return ok;
+    int root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        cli_error(path, "%s", strerror(errno));
+        return false;
+    }
+    int rc = fstatat(root_fd, "manifest.sqlite", &st, AT_SYMLINK_NOFOLLOW);
+    int err = errno;
+    close(root_fd);
+    if (rc != 0 && err == ENOENT) {
+        cli_error(path, "not a cache folder (no manifest.sqlite)");
+        return false;
+    }
+    if (rc != 0) {
+        cli_error(path, "cannot read manifest.sqlite: %s", strerror(err));
+        return false;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        cli_error(path, "not a cache folder (manifest.sqlite is %s)",
+                  S_ISLNK(st.st_mode) ? "a symbolic link" : "not a regular file");
+        return false;
+    }
+    return true;
 }
 
 /* ---- the read-only connection ---- */
@@ -95,47 +137,111 @@ static void ro_close(ro_conn *c) {
     memset(c, 0, sizeof *c);
 }
 
+/* Whether the open database's schema is YYKVStorage's (see cli_identify_cache). When it is not,
+ * the reason is written to why; when the schema could not be read at all, why is empty and *rc
+ * is the SQLite error. */
+static bool schema_is_cache(sqlite3 *db, char *why, size_t why_size, int *rc) {
+    static const char *const checks[] = {
+        /* the table (not a view) */
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'manifest' COLLATE NOCASE",
+        /* the primary key: key, alone */
+        "SELECT 1 FROM (SELECT sum(pk > 0) AS keys, max(pk = 1 AND name = 'key' COLLATE NOCASE)"
+        " AS is_key FROM pragma_table_info('manifest')) WHERE keys = 1 AND is_key = 1",
+        /* the index of the LRU order */
+        "SELECT 1 FROM sqlite_master WHERE type = 'index' AND"
+        " name = 'last_access_time_idx' COLLATE NOCASE AND tbl_name = 'manifest' COLLATE NOCASE",
+    };
+    static const char *const failures[] = {
+        "manifest.sqlite has no table named manifest",
+        "the primary key of table manifest is not its key column",
+        "manifest.sqlite has no index last_access_time_idx",
+    };
+    why[0] = '\0';
+    *rc = SQLITE_OK;
+    for (size_t i = 0; i < sizeof checks / sizeof *checks; i++) {
+        sqlite3_stmt *st = NULL;
+        int r = sqlite3_prepare_v2(db, checks[i], -1, &st, NULL);
+        if (r == SQLITE_OK) r = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (r == SQLITE_DONE) {
+            snprintf(why, why_size, "%s", failures[i]);
+            return false;
+        }
+        if (r != SQLITE_ROW) {
+            *rc = r;
+            return false;
+        }
+        if (i == 0) {
+            /* every column YYKVStorage reads and writes, and a rowid (verify --repair) */
+            r = sqlite3_prepare_v2(db,
+                                   "SELECT rowid, key, filename, size, inline_data,"
+                                   " modification_time, last_access_time, extended_data"
+                                   " FROM manifest LIMIT 0",
+                                   -1, &st, NULL);
+            sqlite3_finalize(st);
+            if (r == SQLITE_ERROR) {
+                snprintf(why, why_size, "table manifest: %s", sqlite3_errmsg(db));
+                return false;
+            }
+            if (r != SQLITE_OK) {
+                *rc = r;
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* The failure of ro_open or of a read function, printed by with_manifest only if no retry
+ * follows. */
+static char read_error[512];
+
+static bool read_failed(const char *reason) {
+    snprintf(read_error, sizeof read_error, "%s", reason);
+    return false;
+}
+
+static bool sql_failed(sqlite3 *db) {
+    snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
+    return false;
+}
+
 /* Opens path/manifest.sqlite read-only (immutable when allowed and no -wal exists) and checks
- * that it holds a `manifest` table. Prints the error and returns false on failure. */
+ * that its schema is a cache manifest's. On failure returns false with the reason in read_error
+ * and c->db closed; the caller still calls ro_snapshot_valid (a writer may have made the
+ * immutable reading fail) and ro_close. */
 static bool ro_open(const char *path, bool allow_immutable, ro_conn *c) {
     memset(c, 0, sizeof *c);
     c->db_path = join(path, "manifest.sqlite");
     c->wal_path = join(path, "manifest.sqlite-wal");
-    if (!c->db_path || !c->wal_path) {
-        ro_close(c);
-        return false;
-    }
+    if (!c->db_path || !c->wal_path) return read_failed("out of memory");
     struct stat wal;
     c->immutable = allow_immutable && lstat(c->wal_path, &wal) != 0 && errno == ENOENT &&
                    stat(c->db_path, &c->db_stat) == 0;
     char *uri = file_uri(c->db_path, c->immutable ? "?immutable=1" : "?mode=ro");
-    if (!uri) {
-        cli_error(path, "out of memory");
-        ro_close(c);
-        return false;
-    }
-    int rc = sqlite3_open_v2(uri, &c->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+    if (!uri) return read_failed("out of memory");
+    int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+#ifdef SQLITE_OPEN_NOFOLLOW
+    flags |= SQLITE_OPEN_NOFOLLOW;
+#endif
+    int rc = sqlite3_open_v2(uri, &c->db, flags, NULL);
     free(uri);
+    char why[256] = "";
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(c->db, BUSY_TIMEOUT_MS);
         /* A reader never checkpoints or deletes the WAL of a cache in use. */
         sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
-        sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(
-            c->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'manifest'", -1,
-            &st, NULL);
-        if (rc == SQLITE_OK) rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc == SQLITE_DONE) {
-            cli_error(path, "not a cache folder (manifest.sqlite has no manifest table)");
-            ro_close(c);
-            return false;
-        }
-        if (rc == SQLITE_ROW) return true;
+        if (schema_is_cache(c->db, why, sizeof why, &rc)) return true;
     }
-    cli_error(path, "cannot read manifest.sqlite: %s",
-              c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
-    ro_close(c);
+    if (why[0])
+        snprintf(read_error, sizeof read_error, "not a cache folder (%s)", why);
+    else if ((rc & 0xff) == SQLITE_NOTADB)
+        read_failed("not a cache folder (manifest.sqlite is not an SQLite database)");
+    else
+        snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s",
+                 c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc));
+    sqlite3_close(c->db);
+    c->db = NULL;
     return false;
 }
 
@@ -151,19 +257,6 @@ static bool ro_snapshot_valid(const ro_conn *c) {
            db.st_mtim.tv_nsec == c->db_stat.st_mtim.tv_nsec;
 }
 
-/* The failure of a read function, printed by with_manifest only if no retry follows. */
-static char read_error[512];
-
-static bool read_failed(const char *reason) {
-    snprintf(read_error, sizeof read_error, "%s", reason);
-    return false;
-}
-
-static bool sql_failed(sqlite3 *db) {
-    snprintf(read_error, sizeof read_error, "cannot read manifest.sqlite: %s", sqlite3_errmsg(db));
-    return false;
-}
-
 /* Runs read(db, ctx) on a consistent snapshot of the manifest; reset(ctx) discards a partial
  * result before a second attempt. Returns false (error printed) on failure. */
 typedef bool (*read_fn)(sqlite3 *db, void *ctx);
@@ -171,18 +264,26 @@ typedef bool (*read_fn)(sqlite3 *db, void *ctx);
 static bool with_manifest(const char *path, read_fn read, void (*reset)(void *), void *ctx) {
     for (int attempt = 0; attempt < 2; attempt++) {
         ro_conn c;
-        if (!ro_open(path, attempt == 0, &c)) return false;
         read_error[0] = '\0';
-        bool ok = read(c.db, ctx);
+        bool ok = ro_open(path, attempt == 0, &c) && read(c.db, ctx);
         bool valid = ro_snapshot_valid(&c);
         ro_close(&c);
         if (valid) {
             if (!ok) cli_error(path, "%s", read_error);
             return ok;
         }
-        reset(ctx); /* a writer appeared while reading without locks: read again properly */
+        if (reset) reset(ctx); /* a writer appeared while reading without locks: read again */
     }
     return false; /* not reached: the second attempt is never immutable */
+}
+
+static bool read_nothing(sqlite3 *db, void *ctx) {
+    (void)db, (void)ctx;
+    return true;
+}
+
+bool cli_identify_cache(const char *path) {
+    return check_folder_and_manifest(path) && with_manifest(path, read_nothing, NULL, NULL);
 }
 
 /* ---- stats ---- */
@@ -267,8 +368,9 @@ static bool read_rows(sqlite3 *db, void *ctx) {
     };
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SELECT key, filename, size, length(CAST(inline_data AS BLOB)), modification_time,"
-             " last_access_time, length(CAST(extended_data AS BLOB)) FROM manifest"
+             "SELECT rowid, key, filename, size, length(CAST(inline_data AS BLOB)),"
+             " modification_time, last_access_time, length(CAST(extended_data AS BLOB))"
+             " FROM manifest"
              " ORDER BY %s LIMIT ?1",
              order[q->sort]);
     sqlite3_stmt *st;
@@ -290,17 +392,18 @@ static bool read_rows(sqlite3 *db, void *ctx) {
         }
         cli_row *r = &q->rows->items[q->rows->count++];
         memset(r, 0, sizeof *r);
-        r->key = column_copy(st, 0, &r->key_len, &oom);
-        r->filename = column_copy(st, 1, &r->filename_len, &oom);
+        r->rowid = sqlite3_column_int64(st, 0);
+        r->key = column_copy(st, 1, &r->key_len, &oom);
+        r->filename = column_copy(st, 2, &r->filename_len, &oom);
         if (r->filename && r->filename_len == 0) { /* empty filename: inline */
             free(r->filename);
             r->filename = NULL;
         }
-        r->size = sqlite3_column_int64(st, 2);
-        r->inline_len = sqlite3_column_int64(st, 3);
-        r->modification_time = sqlite3_column_int64(st, 4);
-        r->last_access_time = sqlite3_column_int64(st, 5);
-        r->extended_len = sqlite3_column_int64(st, 6);
+        r->size = sqlite3_column_int64(st, 3);
+        r->inline_len = sqlite3_column_int64(st, 4);
+        r->modification_time = sqlite3_column_int64(st, 5);
+        r->last_access_time = sqlite3_column_int64(st, 6);
+        r->extended_len = sqlite3_column_int64(st, 7);
     }
     sqlite3_finalize(st);
     if (oom) return read_failed("out of memory");
@@ -355,22 +458,30 @@ bool verify_scan(const char *path, cli_verify *out) {
     memset(out, 0, sizeof *out);
     if (!manifest_read_rows(path, SORT_KEY, -1, &out->rows)) return false;
 
-    char *data_path = join(path, "data");
-    if (!data_path) return false;
-    int data_fd = open(data_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (data_fd < 0 && errno != ENOENT) {
-        cli_error(path, "cannot open data/: %s", strerror(errno));
-        free(data_path);
+    int root_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (root_fd < 0) {
+        cli_error(path, "%s", strerror(errno));
+        verify_free(out);
         return false;
     }
-    free(data_path);
-
+    /* data/ itself is never followed: a link (or a file) in its place is a problem, and to the
+     * library (which replaces it by an empty folder) every file row's file is then missing. */
+    int data_fd = openat(root_fd, "data", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int data_err = errno;
+    close(root_fd);
     size_t cap = 0;
     bool oom = false;
+    if (data_fd < 0 && (data_err == ELOOP || data_err == ENOTDIR)) {
+        oom = add_problem(out, &cap, PROBLEM_DATA_NOT_FOLDER) == NULL;
+    } else if (data_fd < 0 && data_err != ENOENT) {
+        cli_error(path, "cannot open data/: %s", strerror(data_err));
+        verify_free(out);
+        return false;
+    }
     /* Rows: every file row's file exists with the recorded length; inline lengths match. */
     char **names = calloc(out->rows.count + 1, sizeof *names);
     size_t name_count = 0;
-    oom = names == NULL;
+    oom = oom || names == NULL;
     for (size_t i = 0; i < out->rows.count && !oom; i++) {
         const cli_row *r = &out->rows.items[i];
         cli_problem *p = NULL;
@@ -408,6 +519,7 @@ bool verify_scan(const char *path, cli_verify *out) {
             cli_error(path, "cannot list data/: %s", strerror(errno));
             close(data_fd);
             free(names);
+            verify_free(out);
             return false;
         }
         data_fd = -1; /* owned by dir now */

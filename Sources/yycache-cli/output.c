@@ -40,6 +40,8 @@ const char *fmt_size(int64_t bytes, bool exact, char buf[32]) {
     return buf;
 }
 
+const char *plural(int64_t n, const char *one, const char *many) { return n == 1 ? one : many; }
+
 const char *fmt_time(int64_t unix_seconds, char buf[32]) {
     time_t t = (time_t)unix_seconds;
     struct tm tm;

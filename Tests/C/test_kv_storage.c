@@ -330,11 +330,19 @@ static void check_old_files_are_deleted(bool hook) {
     save_str(kv, "k", "inline", NULL);
     save_str(kv, "k", "in f1", "f1");
     assert_true(tk_exists(dir, "data/f1"));
-    save_str(kv, "k", "in f1 again", "f1"); /* same name: the file is replaced, not deleted */
-    assert_true(tk_exists(dir, "data/f1"));
+    /* Same name: the new version goes to a fresh variant of it, and f1 goes after the commit. */
+    save_str(kv, "k", "in f1 again", "f1");
+    assert_false(tk_exists(dir, "data/f1"));
+    yyc_kv_item *info = NULL;
+    assert_int_equal(yyc_kv_get_item_info(kv, "k", &info), YYC_OK);
+    assert_int_equal(strncmp(info->filename, "f1~", 3), 0);
+    char variant[300];
+    snprintf(variant, sizeof variant, "data/%s", info->filename);
+    yyc_kv_item_free(info);
+    assert_true(tk_exists(dir, variant));
     check_value(kv, "k", "in f1 again");
     save_str(kv, "k", "in f2", "f2");
-    assert_false(tk_exists(dir, "data/f1"));
+    assert_false(tk_exists(dir, variant));
     assert_true(tk_exists(dir, "data/f2"));
     save_str(kv, "k", "inline again", NULL);
     assert_false(tk_exists(dir, "data/f2"));

@@ -1,4 +1,5 @@
 import CYYCache
+import Foundation
 import Testing
 
 @testable import YYCache
@@ -58,5 +59,19 @@ import Testing
         #expect(error.code == .noSpace)
         #expect(error.sqliteCode == nil)
         #expect(!error.message.isEmpty)
+    }
+
+    @Test func localizedDescriptionShowsTheCodeAndMessage() throws {
+        let error: any Error = CacheError(code: .corrupt, message: "the manifest is malformed")
+        #expect(error.localizedDescription == "CacheError(corrupt: the manifest is malformed)")
+        // A real one, thrown by the disk cache.
+        let folder = TemporaryFolder()
+        let disk = try DiskCache(path: folder.path)
+        do {
+            try disk.setData(Data("v".utf8), forKey: "")
+            Issue.record("no error")
+        } catch {
+            #expect(error.localizedDescription.hasPrefix("CacheError(invalidArgument: "))
+        }
     }
 }

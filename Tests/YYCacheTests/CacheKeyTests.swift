@@ -66,4 +66,64 @@ import Testing
         uint64s[.max] = 6
         #expect(uint64s[.max] == 6)
     }
+
+    // Issue 12 item 7: keys are compared as bytes, as YYCache's were.
+
+    static let composed = "caf\u{E9}"  // é as one scalar (NFC)
+    static let decomposed = "cafe\u{301}"  // e + combining acute accent (NFD)
+
+    @Test func canonicallyEquivalentStringsAreTwoMemoryCacheEntries() {
+        #expect(Self.composed == Self.decomposed)  // Swift's == is canonical equivalence
+        #expect(bytes(Self.composed) != bytes(Self.decomposed))
+        let cache = MemoryCache<String, Int>()
+        cache[Self.composed] = 1
+        #expect(cache[Self.decomposed] == nil)
+        #expect(!cache.containsValue(forKey: Self.decomposed))
+        cache[Self.decomposed] = 2
+        #expect(cache.totalCount == 2)
+        #expect(cache[Self.composed] == 1)
+        #expect(cache[Self.decomposed] == 2)
+        cache.removeValue(forKey: Self.decomposed)
+        #expect(cache[Self.composed] == 1)
+    }
+
+    @Test func canonicallyEquivalentStringsAreTwoEntriesOnDiskAndInTheTwoLevelCache() throws {
+        let folder = TemporaryFolder()
+        let disk = try DiskCache(path: folder.appending("disk"), inlineThreshold: 4)  // files too
+        try disk.setData(Data("one".utf8), forKey: Self.composed)
+        #expect(try disk.data(forKey: Self.decomposed) == nil)
+        try disk.setData(Data("two".utf8), forKey: Self.decomposed)
+        #expect(try disk.totalCount() == 2)
+        #expect(try disk.data(forKey: Self.composed) == Data("one".utf8))
+        let cache = try Cache<Int>(path: folder.appending("cache"))
+        try cache.setValue(1, forKey: Self.composed)
+        #expect(try cache.value(forKey: Self.decomposed) == nil)
+        try cache.setValue(2, forKey: Self.decomposed)
+        #expect(try cache.value(forKey: Self.composed) == 1)
+        #expect(cache.memoryCache.totalCount == 2)
+        #expect(try cache.diskCache.totalCount() == 2)
+    }
+
+    @Test func normalizedKeysShareAnEntry() {
+        // The documented way to merge canonically equivalent keys: normalize them first.
+        let cache = MemoryCache<String, Int>()
+        cache[Self.composed.precomposedStringWithCanonicalMapping] = 1
+        #expect(cache[Self.decomposed.precomposedStringWithCanonicalMapping] == 1)
+    }
+
+    @Test func equalKeyBytesImplyEqualKeys() {
+        // CacheKey's rule: one entry never stands for two different keys.
+        let strings = [Self.composed, Self.decomposed, "", "a", "a\0", "\u{1F1EB}\u{1F1F7}", "\r\n", "\n"]
+        for a in strings {
+            for b in strings where bytes(a) == bytes(b) {
+                #expect(a == b)
+                #expect(a.hashValue == b.hashValue)
+                #expect(Substring(a) == Substring(b))
+            }
+            #expect(bytes(Substring(a)) == bytes(a))
+        }
+        let datas = [Data(), Data([0]), Data([0, 0]), Data([1])]
+        for a in datas { for b in datas where bytes(a) == bytes(b) { #expect(a == b) } }
+        #expect(bytes(Data([1, 2])) == bytes([UInt8]([1, 2])))
+    }
 }

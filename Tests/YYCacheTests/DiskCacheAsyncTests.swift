@@ -104,21 +104,41 @@ import Testing
     }
 
     @Test func asyncCallsDoNotBlockTheCooperativePool() async throws {
-        // More concurrent disk calls than the pool has threads: if they blocked pool threads,
-        // the ticker task below could not run until they finished.
+        // One async disk call per cooperative-pool thread, each held inside the disk work (in
+        // the fileName function, which the write calls with no lock held) until a gate opens.
+        // Only a task running on the pool opens the gate, once every call is held. If the
+        // async twins ran the disk work on the calling pool thread, every pool thread would be
+        // held and the opener could never run: the holds would time out (a liveness bound,
+        // not a performance one) and the test fails.
+        let width = ProcessInfo.processInfo.activeProcessorCount  // the cooperative pool's width
         let folder = TemporaryFolder()
-        let disk = try DiskCache(path: folder.path)
-        let ticks = LockedBox(0)
-        let payload = bytes(2_000)
+        let disk = try DiskCache(path: folder.path, inlineThreshold: 0)  // every write names a file
+        let held = LockedBox(0)
+        let timedOut = LockedBox(0)
+        let gate = DispatchSemaphore(value: 0)
+        disk.fileName = { key in
+            held.value += 1
+            if gate.wait(timeout: .now() + 30) == .timedOut { timedOut.value += 1 }
+            return nil
+        }
+        let payload = bytes(10)
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for i in 0..<32 {
+            for i in 0..<width {
                 group.addTask { try await disk.setData(payload, forKey: "k\(i)") }
             }
-            group.addTask { ticks.value += 1 }
+            group.addTask {
+                let clock = ContinuousClock()
+                let deadline = clock.now + .seconds(30)
+                while held.value < width && clock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                for _ in 0..<width { gate.signal() }
+            }
             try await group.waitForAll()
         }
-        #expect(ticks.value == 1)
-        #expect(try await disk.totalCount() == 32)
+        #expect(held.value == width)
+        #expect(timedOut.value == 0)
+        #expect(try await disk.totalCount() == width)
     }
 }
 

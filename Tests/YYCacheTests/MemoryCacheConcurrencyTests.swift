@@ -36,7 +36,7 @@ import Testing
         }
         let observed1 = wrongValues.load(ordering: .relaxed)
         #expect(observed1 == 0)
-        #expect(cache.totalCount <= 1_000)
+        #expect(cache.totalCount <= 800)  // each set evicts down to the count limit under the lock
         cache.removeAllValues()
         #expect(cache.totalCount == 0)
         #expect(cache.totalCost == 0)
@@ -70,23 +70,48 @@ import Testing
         #expect(tracker.liveCount == 0)
     }
 
+    /// The sets (a value) and removals (`nil`) task `task` of ``concurrentTasksShareACache()``
+    /// runs, in order: each task owns its keys (`task`, `task + 8`, ...), so the final contents
+    /// are known exactly and a lost, misplaced or resurrected write shows.
+    private static func operations(ofTask task: Int) -> [(key: Int, value: Int?)] {
+        (0..<2_000).compactMap { i in
+            let key = (i % 61) * 8 + task
+            switch i % 5 {
+            case 0, 1, 2: return (key, task * 100_000 + i)  // set
+            case 3: return (key, nil)  // remove
+            default: return nil  // (a read: see the test)
+            }
+        }
+    }
+
     @Test func concurrentTasksShareACache() async {
         let cache = MemoryCache<Int, Int>()
+        let foreignReads = LockedBox(0)
         await withTaskGroup(of: Void.self) { group in
             for task in 0..<8 {
                 group.addTask {
-                    for i in 0..<2_000 {
-                        let key = (i * 7 + task) % 500
-                        switch i % 4 {
-                        case 0: cache[key] = key
-                        case 1: cache.removeValue(forKey: key)
-                        default:
-                            if let value = cache[key] { precondition(value == key) }
+                    for (key, value) in Self.operations(ofTask: task) {
+                        cache[key] = value
+                        // Only this task writes `key`: whatever is there is its own last write.
+                        if let read = cache[key], read != value {
+                            foreignReads.value += 1
+                        }
+                        // A neighbour's key holds only its owner's writes (key k is task k % 8's).
+                        if let other = cache[key + 1], other / 100_000 != (key + 1) % 8 {
+                            foreignReads.value += 1
                         }
                     }
                 }
             }
         }
-        #expect(cache.totalCount <= 500)
+        var expected: [Int: Int] = [:]
+        for task in 0..<8 {
+            for (key, value) in Self.operations(ofTask: task) { expected[key] = value }
+        }
+        #expect(foreignReads.value == 0)
+        #expect(cache.totalCount == expected.count)
+        for key in 0..<(61 * 8) {
+            #expect(cache[key] == expected[key], "key \(key)")
+        }
     }
 }

@@ -10,20 +10,26 @@ own temporary folder. Manifests are edited directly with sqlite3 only to set up 
 """
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
 import re
 import sqlite3
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
 BINARY = None  # set in main()
 
 INLINE_THRESHOLD = 20480
+
+# Values the live writer stores beside the repair loop (bounded: make test; raise it by hand).
+WRITER_VALUES = int(os.environ.get("YYCACHE_CLI_WRITER_VALUES", "60"))
 
 # The schema as YYKVStorage creates it (spec section 2.2), byte for byte.
 YYKVSTORAGE_SCHEMA = """
@@ -34,7 +40,11 @@ create table if not exists manifest (key text, filename text, size integer, inli
 create index if not exists last_access_time_idx on manifest(last_access_time);
 """
 
-COMMANDS = ["stats", "ls", "get", "set", "rm", "trim", "clear", "verify"]
+COMMANDS = ["stats", "ls", "get", "set", "rm", "trim", "clear", "vacuum", "verify"]
+
+# The testing-only pause of verify --repair between its scan and its repairs (main.c).
+PAUSE_ENV = "YYCACHE_TESTING_PAUSE_BEFORE_REPAIR"
+PAUSED_LINE = b"yycache: testing: paused before repair\n"
 
 
 def md5_name(key: bytes) -> str:
@@ -93,18 +103,52 @@ class InspectorTestCase(unittest.TestCase):
             self.sql("update manifest set last_access_time = ? where key = ?", (t, key))
 
     def snapshot(self, path):
-        """Every file under path with its size, mtime and content digest."""
-        result = {}
+        """path itself and every entry under it with its type, size, mtime and content digest
+        (links are recorded with their target, never followed)."""
+        st = os.lstat(path)
+        result = {".": (st.st_mode, st.st_mtime_ns)}
         for root, dirs, files in os.walk(path):
             for name in dirs + files:
                 full = os.path.join(root, name)
                 st = os.lstat(full)
                 digest = None
-                if os.path.isfile(full):
+                if os.path.islink(full):
+                    digest = os.readlink(full)
+                elif os.path.isfile(full):
                     with open(full, "rb") as f:
                         digest = hashlib.sha256(f.read()).hexdigest()
-                result[os.path.relpath(full, path)] = (st.st_size, st.st_mtime_ns, digest)
+                result[os.path.relpath(full, path)] = (st.st_mode, st.st_size, st.st_mtime_ns,
+                                                       digest)
         return result
+
+    def make_sentinel(self, names=()):
+        """A folder outside the cache holding files (those named by names among them, so that
+        a delete through a link named data/ would hit them) and a subfolder."""
+        sentinel = os.path.join(self.tmp, "sentinel")
+        os.makedirs(os.path.join(sentinel, "sub"))
+        for name in list(names) + ["precious.txt", os.path.join("sub", "deep.txt")]:
+            os.makedirs(os.path.dirname(os.path.join(sentinel, name)), exist_ok=True)
+            with open(os.path.join(sentinel, name), "wb") as f:
+                f.write(b"precious " + name.encode())
+        return sentinel
+
+    def repair_paused(self, during, *extra):
+        """Runs verify --repair --json with the testing pause, calls during() while it waits
+        between its scan and its repairs, and returns (exit status, report)."""
+        env = dict(os.environ, **{PAUSE_ENV: "1"})
+        proc = subprocess.Popen([BINARY, "verify", self.cache, "--repair", "--json", *extra],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        try:
+            self.assertEqual(proc.stderr.readline(), PAUSED_LINE)
+            during()
+            out, err = proc.communicate(b"\n", timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertIn(proc.returncode, (0, 1), err)
+        return proc.returncode, json.loads(out)
 
     def make_yykvstorage_folder(self, path):
         """A folder as YYKVStorage writes it: one inline row, one file row with a custom file
@@ -215,13 +259,113 @@ class FolderErrors(InspectorTestCase):
             self.assertTrue(proc.stderr.startswith(f"yycache: {self.cache}: ".encode()), proc.stderr)
         self.assertEqual(self.snapshot(self.cache), before)
 
-    def test_a_writing_command_on_a_corrupt_manifest_warns_that_the_library_replaced_it(self):
-        os.makedirs(self.cache)
+    def test_a_writing_command_on_a_garbage_manifest_changes_nothing(self):
+        os.makedirs(os.path.join(self.cache, "data"))
         with open(os.path.join(self.cache, "manifest.sqlite"), "wb") as f:
             f.write(b"this is not a database" * 100)
-        proc = self.run_cli("get", self.cache, "k", expect=1)
-        self.assertIn(b"warning: manifest.sqlite was corrupt", proc.stderr)
-        self.assertEqual(self.stats_json()["count"], 0)
+        with open(os.path.join(self.cache, "data", "file"), "wb") as f:
+            f.write(b"someone's data")
+        before = self.snapshot(self.cache)
+        proc = self.run_cli("get", self.cache, "k", expect=2)
+        self.assertIn(b"not a cache folder", proc.stderr)
+        self.assertNotIn(b"replaced", proc.stderr)
+        self.assertEqual(self.snapshot(self.cache), before)
+
+
+class NonCacheFolders(InspectorTestCase):
+    """Folders that are not caches, each with something to lose in data/."""
+
+    def write_file(self, relpath, content):
+        full = os.path.join(self.cache, relpath)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(content)
+
+    def sqlite_manifest(self, script):
+        os.makedirs(self.cache, exist_ok=True)
+        db = sqlite3.connect(os.path.join(self.cache, "manifest.sqlite"))
+        db.executescript(script)
+        db.commit()
+        db.close()
+
+    def fixtures(self):
+        """(name, builder) pairs; each builder fills self.cache (which does not exist yet)."""
+        def foreign_db():
+            self.sqlite_manifest("create table songs (title text, artist text);"
+                                 "insert into songs values ('a', 'b');")
+            self.write_file("data/track01.flac", b"music" * 1000)
+
+        def foreign_table_named_manifest():
+            self.sqlite_manifest("create table manifest (path text primary key, sha text);"
+                                 "insert into manifest values ('x', 'y');")
+            self.write_file("data/x", b"file x")
+
+        def view_named_manifest():
+            self.sqlite_manifest("create table t (key text, filename text, size integer,"
+                                 " inline_data blob, modification_time integer,"
+                                 " last_access_time integer, extended_data blob);"
+                                 "create view manifest as select * from t;")
+            self.write_file("data/keep", b"keep")
+
+        def manifest_without_index():
+            self.sqlite_manifest("create table manifest (key text, filename text, size integer,"
+                                 " inline_data blob, modification_time integer,"
+                                 " last_access_time integer, extended_data blob,"
+                                 " primary key(key));")
+            self.write_file("data/keep", b"keep")
+
+        def random_file():
+            self.write_file("manifest.sqlite", os.urandom(8192))
+            self.write_file("data/photo.jpg", os.urandom(50000))
+
+        def empty_manifest_file():
+            self.write_file("manifest.sqlite", b"")
+            self.write_file("data/notes.txt", b"notes")
+
+        def empty_folder():
+            os.makedirs(self.cache)
+
+        def only_data():
+            self.write_file("data/report.pdf", b"%PDF" * 100)
+            os.makedirs(os.path.join(self.cache, "data", "sub"))
+
+        def manifest_is_a_link():
+            real = os.path.join(self.tmp, "real-cache")
+            self.set_value("k", b"v" * 30000, path=real)
+            os.makedirs(self.cache)
+            os.symlink(os.path.join(real, "manifest.sqlite"),
+                       os.path.join(self.cache, "manifest.sqlite"))
+            self.write_file("data/mine", b"mine")
+
+        return [("foreign SQLite database", foreign_db),
+                ("foreign table named manifest", foreign_table_named_manifest),
+                ("view named manifest", view_named_manifest),
+                ("manifest table without YYKVStorage's index", manifest_without_index),
+                ("random bytes named manifest.sqlite", random_file),
+                ("empty file named manifest.sqlite", empty_manifest_file),
+                ("empty folder", empty_folder),
+                ("folder with only data/", only_data),
+                ("manifest.sqlite is a link", manifest_is_a_link)]
+
+    def test_no_command_changes_a_folder_that_is_not_a_cache(self):
+        commands = [("clear",), ("rm", "k"), ("trim", "--count", "0"), ("trim", "--age", "0"),
+                    ("get", "k"), ("verify", "--repair"), ("vacuum",), ("stats",), ("ls",),
+                    ("verify",)]
+        for name, build in self.fixtures():
+            with self.subTest(folder=name):
+                shutil.rmtree(self.cache, ignore_errors=True)
+                build()
+                before = self.snapshot(self.cache)
+                outside = self.snapshot(self.tmp)
+                for args in commands:
+                    proc = self.run_cli(args[0], self.cache, *args[1:])
+                    self.assertEqual(proc.returncode, 2, (name, args, proc.stderr))
+                    self.assertIn(b"not a cache folder", proc.stderr, (name, args))
+                    self.assertEqual(self.snapshot(self.cache), before, (name, args))
+                if name != "empty folder":  # set may make a cache of an empty folder only
+                    self.run_cli("set", self.cache, "k", "-", input=b"v", expect=2)
+                    self.assertEqual(self.snapshot(self.cache), before, name)
+                self.assertEqual(self.snapshot(self.tmp), outside, name)
 
 
 class SetAndGet(InspectorTestCase):
@@ -414,6 +558,90 @@ class Stats(InspectorTestCase):
         self.assertEqual((s["count"], s["total_size"]), (0, 0))
         self.assertIsNone(s["oldest_access"])
         self.assertIsNone(s["newest_access"])
+
+
+class WalAndVacuum(InspectorTestCase):
+    def test_stats_shows_the_size_of_the_wal(self):
+        self.set_value("k1", b"v")
+        db = sqlite3.connect(os.path.join(self.cache, "manifest.sqlite"))
+        try:
+            db.execute("pragma wal_autocheckpoint = 0")
+            db.execute("insert into manifest (key, filename, size, inline_data, modification_time,"
+                       " last_access_time, extended_data) values ('k2', null, 3, x'010203', 1, 1,"
+                       " null)")
+            db.commit()
+            wal = os.path.getsize(os.path.join(self.cache, "manifest.sqlite-wal"))
+            self.assertGreater(wal, 0)
+            self.assertEqual(self.stats_json()["wal_size"], wal)
+            human = self.run_cli("stats", self.cache, "--bytes", expect=0).stdout.decode()
+            self.assertRegex(human, rf"\nWAL: +{wal} \(manifest.sqlite-wal")
+        finally:
+            db.close()
+
+    def test_vacuum_gives_back_the_space_of_removed_rows_and_keeps_the_rest(self):
+        for i in range(120):
+            self.set_value(f"k{i:03}", bytes([i]) * 20000)  # inline: 2.4 MB in the manifest
+        self.set_value("file", b"f" * 30000)
+        self.set_access_times({"file": int(time.time()) + 100, "k119": int(time.time()) + 100})
+        self.run_cli("trim", self.cache, "--count", "2", expect=0)
+        before = os.path.getsize(os.path.join(self.cache, "manifest.sqlite"))
+        self.assertGreater(before, 2_000_000)
+
+        report = json.loads(self.run_cli("vacuum", self.cache, "--json", expect=0).stdout)
+        after = os.path.getsize(os.path.join(self.cache, "manifest.sqlite"))
+        self.assertEqual(report["manifest_size_after"], after)
+        self.assertLess(after, 200_000)
+        self.assertGreaterEqual(report["manifest_size_before"], before)
+        self.assertEqual((report["wal_size_after"], report["wal_kept"]), (0, False))
+        self.assertEqual(self.get_value("k119"), bytes([119]) * 20000)
+        self.assertEqual(self.get_value("file"), b"f" * 30000)
+        self.assertEqual(sorted(e["key"] for e in self.ls_json()), ["file", "k119"])
+        self.assertTrue(self.verify_json(expect=0)["ok"])
+
+    def test_vacuum_prints_the_sizes_before_and_after(self):
+        self.set_value("k", b"v")
+        out = self.run_cli("vacuum", self.cache, "--bytes", expect=0).stdout.decode()
+        size = os.path.getsize(os.path.join(self.cache, "manifest.sqlite"))
+        self.assertRegex(out, rf"manifest.sqlite: +\d+ -> {size}\n")
+        self.assertRegex(out, r"manifest.sqlite-wal: +\d+ -> 0\n")
+
+
+class PluralForms(InspectorTestCase):
+    def test_counts_of_one_are_singular_and_others_plural(self):
+        self.set_value("big", b"b" * 30000)
+        with open(os.path.join(self.cache, "data", ".yyc-tmp-0123456789abcdef"), "wb") as f:
+            f.write(b"write in progress")
+        self.sql("update manifest set size = 1 where key = 'big'")
+        out = self.run_cli("verify", self.cache, expect=1).stdout.decode()
+        self.assertIn("the manifest says 1 byte, the file has 30000", out)
+        self.assertIn("1 row, 2 entries in data/: 1 problem (run with --repair to fix it)\n", out)
+        self.assertIn("(1 recent temporary file skipped: a write in progress)\n", out)
+        out = self.run_cli("verify", self.cache, "--repair", expect=0).stdout.decode()
+        self.assertIn("1 row, 2 entries in data/: 1 problem: 1 fixed, 0 left alone", out)
+
+        self.set_value("a", b"1")
+        self.set_value("b", b"2")
+        with open(os.path.join(self.cache, "data", "stray"), "wb") as f:
+            f.write(b"x")
+        os.remove(os.path.join(self.cache, "data", ".yyc-tmp-0123456789abcdef"))
+        out = self.run_cli("verify", self.cache, expect=1).stdout.decode()
+        self.assertIn("2 rows, 1 entry in data/: 1 problem", out)
+        os.remove(os.path.join(self.cache, "data", "stray"))
+        self.sql("update manifest set size = 9")
+        out = self.run_cli("verify", self.cache, expect=1).stdout.decode()
+        self.assertIn("2 rows, 0 entries in data/: 2 problems (run with --repair to fix them)\n",
+                      out)
+        self.run_cli("verify", self.cache, "--repair", expect=0)
+
+        self.set_value("a", b"1")
+        self.set_value("b", b"2")
+        self.assertIn("removed 1 entry (1 B); 1 entry (1 B) left",
+                      self.run_cli("trim", self.cache, "--count", "1", expect=0).stdout.decode())
+        stats = self.run_cli("stats", self.cache, expect=0).stdout.decode()
+        self.assertRegex(stats, r"inline: +1 entry, ")
+        self.assertRegex(stats, r"in data/: +0 entries, ")
+        cleared = self.run_cli("clear", self.cache, expect=0).stdout.decode()
+        self.assertIn("removed 1 entry\n", cleared)
 
 
 class ReadOnlyGuarantees(InspectorTestCase):
@@ -612,6 +840,179 @@ class Verify(InspectorTestCase):
         self.assertEqual([(p["kind"], p["fixed"]) for p in report["problems"]],
                          [("invalid_filename", False)])
         self.assertTrue(os.path.exists(outside))
+
+
+class RepairUnderTheFolderProtocol(InspectorTestCase):
+    """verify --repair on hostile folders and on caches in use (issue 11, item 6)."""
+
+    def data(self, name=""):
+        return os.path.join(self.cache, "data", name) if name else os.path.join(self.cache, "data")
+
+    def write_stray(self, name, content=b"stray"):
+        with open(self.data(name), "wb") as f:
+            f.write(content)
+
+    def test_verify_never_follows_a_data_link_and_repair_leaves_its_target_alone(self):
+        self.set_value("big", b"b" * 30000)
+        self.set_value("small", b"s")
+        sentinel = self.make_sentinel([md5_name(b"big"), "stray-looking"])
+        os.rename(self.data(), os.path.join(self.tmp, "old-data"))
+        os.symlink(sentinel, self.data())
+        before = self.snapshot(sentinel)
+
+        report = self.verify_json(expect=1)
+        kinds = sorted(p["kind"] for p in report["problems"])
+        self.assertEqual(kinds, ["data_not_a_folder", "missing_file"])
+        self.assertEqual(report["files"], 0, "verify listed the folder behind the link")
+
+        repaired = self.verify_json("--repair", expect=0)
+        outcomes = {p["kind"]: p["outcome"] for p in repaired["problems"]}
+        self.assertEqual(outcomes, {"data_not_a_folder": "replaced", "missing_file": "row_removed"})
+        self.assertEqual(self.snapshot(sentinel), before)
+        self.assertFalse(os.path.islink(self.data()))
+        self.assertEqual(os.listdir(self.data()), [])
+        self.assertEqual(self.get_value("small"), b"s")
+        self.assertTrue(self.verify_json(expect=0)["ok"])
+
+    def test_repair_never_deletes_through_a_data_link_planted_after_its_scan(self):
+        self.set_value("big", b"b" * 30000)
+        names = ["stray-1", "stray-2"]
+        for name in names:
+            self.write_stray(name)
+        os.makedirs(self.data("stray-dir"))
+        sentinel = self.make_sentinel(names + ["stray-dir/inner"])
+        before = self.snapshot(sentinel)
+
+        def plant_link():
+            os.rename(self.data(), os.path.join(self.tmp, "moved-data"))
+            os.symlink(sentinel, self.data())
+
+        status, report = self.repair_paused(plant_link)
+        self.assertEqual(self.snapshot(sentinel), before)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.tmp, "moved-data"))),
+                         sorted([md5_name(b"big")] + names + ["stray-dir"]))
+        strays = [p for p in report["problems"] if p["kind"] == "stray_file"]
+        self.assertEqual(len(strays), 3)
+        for p in strays:
+            self.assertEqual((p["fixed"], p["outcome"]), (False, "not_fixed"), p)
+        self.assertEqual(status, 1)
+
+    def test_repair_keeps_a_file_that_a_row_names_by_the_time_it_deletes(self):
+        self.set_value("k", b"v")
+        value = os.urandom(30000)
+        self.write_stray("adopted", value)
+
+        def adopt():  # a writer acknowledged a value stored in that file meanwhile
+            self.sql("insert into manifest (key, filename, size, inline_data, modification_time,"
+                     " last_access_time, extended_data) values ('late', 'adopted', ?, null, 1, 1,"
+                     " null)", (len(value),))
+
+        status, report = self.repair_paused(adopt)
+        self.assertEqual(self.get_value("late"), value)
+        self.assertEqual(status, 0)
+        self.assertEqual([(p["filename"], p["fixed"], p["outcome"]) for p in report["problems"]],
+                         [("adopted", False, "resolved")])
+
+    def test_repair_keeps_a_value_saved_again_after_its_scan(self):
+        self.set_value("k", b"old" * 10000)
+        self.set_value("other", b"o")
+        os.remove(self.data(md5_name(b"k")))
+        new_value = os.urandom(40000)
+
+        status, report = self.repair_paused(lambda: self.set_value("k", new_value))
+        self.assertEqual(self.get_value("k"), new_value)
+        self.assertEqual(status, 0)
+        self.assertEqual([(p["kind"], p["fixed"], p["outcome"]) for p in report["problems"]],
+                         [("missing_file", False, "resolved")])
+
+    def test_repair_keeps_a_temporary_file_that_is_fresh_by_the_time_it_deletes(self):
+        self.set_value("k", b"v")
+        tmp = self.data(".yyc-tmp-00112233445566778899")
+        self.write_stray(os.path.basename(tmp), b"half")
+        old = time.time() - 3600
+        os.utime(tmp, (old, old))
+
+        def fresh_write():  # a new write in progress reuses the name
+            with open(tmp, "wb") as f:
+                f.write(b"new write in progress")
+
+        status, report = self.repair_paused(fresh_write)
+        self.assertTrue(os.path.exists(tmp))
+        self.assertEqual(status, 0)
+        self.assertEqual([(p["kind"], p["outcome"]) for p in report["problems"]],
+                         [("stray_file", "resolved")])
+
+    def test_repair_waits_for_the_folder_lock_and_changes_nothing_without_it(self):
+        self.set_value("big", b"b" * 30000)
+        self.write_stray("stray")
+        os.remove(self.data(md5_name(b"big")))
+        fd = os.open(self.cache, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # as the library holds it around a change
+            before = self.snapshot(self.cache)
+            report = self.verify_json("--repair")
+            self.assertEqual(self.snapshot(self.cache), before)
+            self.assertFalse(report["ok"])
+            self.assertEqual(sorted((p["kind"], p["outcome"]) for p in report["problems"]),
+                             [("missing_file", "not_fixed"), ("stray_file", "not_fixed")])
+            self.assertIn("folder lock", report["problems"][0]["error"])
+            proc = self.run_cli("vacuum", self.cache, expect=2)
+            self.assertIn(b"folder lock", proc.stderr)
+            self.assertEqual(self.snapshot(self.cache), before)
+        finally:
+            os.close(fd)
+        self.assertTrue(self.verify_json("--repair", expect=0)["ok"])
+
+    def test_repair_removes_broken_rows_whose_key_is_null_or_a_blob(self):
+        self.set_value("keep", b"k")
+        for key in [None, b"\xffblob-key"]:
+            self.sql("insert into manifest (key, filename, size, inline_data, modification_time,"
+                     " last_access_time, extended_data) values (?, 'gone-' || ?, 5, null, 1, 1,"
+                     " null)", (key, "x" if key is None else "y"))
+        report = self.verify_json("--repair", expect=0)
+        self.assertEqual([(p["kind"], p["outcome"]) for p in report["problems"]],
+                         [("missing_file", "row_removed")] * 2)
+        self.assertEqual([e["key"] for e in self.ls_json()], ["keep"])
+
+    def test_repair_in_a_loop_beside_a_live_writer_loses_no_acknowledged_value(self):
+        self.run_beside_a_live_writer("verify", "--repair")
+
+    def test_vacuum_in_a_loop_beside_a_live_writer_loses_no_acknowledged_value(self):
+        self.run_beside_a_live_writer("vacuum")
+
+    def run_beside_a_live_writer(self, command, *extra):
+        """Runs `yycache command PATH extra` in a loop while another thread stores values with
+        `yycache set` (a process each), then checks that every acknowledged value reads back."""
+        self.set_value("seed", b"s")
+        acknowledged = {}
+        done = threading.Event()
+
+        def writer():
+            try:
+                for i in range(WRITER_VALUES):
+                    key = f"k{i % 50}"  # new keys first, then new values for old keys
+                    value = os.urandom(16) * (1300 + i)  # above the inline threshold
+                    proc = subprocess.run([BINARY, "set", self.cache, key, "-"], input=value,
+                                          capture_output=True, timeout=60)
+                    if proc.returncode == 0:
+                        acknowledged[key] = value
+            finally:
+                done.set()
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        rounds = 0
+        try:
+            while not done.is_set() or rounds == 0:
+                proc = self.run_cli(command, self.cache, *extra)
+                self.assertIn(proc.returncode, (0, 1), proc.stderr)
+                rounds += 1
+        finally:
+            thread.join()
+        self.assertGreater(len(acknowledged), 0)
+        for key, value in sorted(acknowledged.items()):
+            self.assertEqual(self.get_value(key), value, f"{key} lost ({rounds} runs)")
+        self.assertTrue(self.verify_json(expect=0)["ok"])
 
 
 class YYKVStorageFolders(InspectorTestCase):

@@ -6,8 +6,9 @@
  * reference (the lookup-or-create is atomic), and yyc_diskcache_release() drops one.
  *
  * Values up to inline_threshold bytes are stored inline in SQLite; larger ones go to
- * data/<md5(key)> (or the name given by the file-name function). Threshold 0 stores everything
- * in files, SIZE_MAX everything in SQLite.
+ * data/<md5(key)> (or the name given by the file-name function; while a file of that name
+ * exists, a replace uses a fresh variant <name>~<8 hex digits>: see yyc_kv_save). Threshold 0
+ * stores everything in files, SIZE_MAX everything in SQLite.
  *
  * Limits (count, cost = bytes, age since last access, free disk space) are enforced only by the
  * explicit trims and by the auto-trim, every auto_trim_interval seconds (default 60), in the
@@ -99,8 +100,8 @@ YYC_API int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, 
                                             const char *filename);
 
 /* Computes a file name for key into out (at most 255 bytes plus NUL). Return false (or leave
- * out empty) to use md5(key). A name that is not one valid path component makes the write fail
- * with YYC_EINVAL and nothing is written.
+ * out empty) to use md5(key). A name that is not one valid path component, or that is reserved
+ * (yyc_kv_filename_is_valid), makes the write fail with YYC_EINVAL and nothing is written.
  * Thread safety: called without the core's lock, only for values that go to a file, on the
  * thread of the writing call, so it may run on several threads at once and may call into the
  * cache. Ownership: ctx is borrowed and must stay valid until the function is replaced (NULL fn

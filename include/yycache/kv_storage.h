@@ -63,7 +63,7 @@ typedef struct yyc_kv_item {
 } yyc_kv_item;
 
 /* Called with the details of every error and notable event (for example a corrupt manifest
- * that was deleted and rebuilt: code YYC_ECORRUPT). Runs on the thread of the failing call;
+ * that was rebuilt empty: code YYC_ECORRUPT). Runs on the thread of the failing call;
  * it must not call back into the same storage. An event that happened before a hook was set
  * (a rebuild during open) is kept and delivered when the hook is set. */
 typedef void (*yyc_error_hook)(void *ctx, const yyc_error *e);
@@ -72,7 +72,9 @@ typedef void (*yyc_error_hook)(void *ctx, const yyc_error *e);
 typedef void (*yyc_progress_fn)(void *ctx, int64_t removed, int64_t total);
 
 /* Opens (creating folders and manifest as needed) the storage at path. A manifest that is not a
- * database or is corrupt (SQLITE_CORRUPT / SQLITE_NOTADB) is deleted and rebuilt, and the event
+ * database or is corrupt (SQLITE_CORRUPT / SQLITE_NOTADB, or a table `manifest` without
+ * YYKVStorage's columns) is rebuilt empty in place - the file is reset, never unlinked, so
+ * other connections keep using it - with data/ moved to the trash, and the event
  * is reported through the error hook and yyc_last_error (code YYC_ECORRUPT) - but the open
  * succeeds. A busy or locked manifest is never deleted: the open fails with YYC_EBUSY and
  * every file stays. Folders are created 0700, files 0600.
@@ -101,14 +103,23 @@ YYC_API void yyc_kv_set_error_logs_enabled(yyc_kv *kv, bool on);
 YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
 
 /* Saves a value. With a filename (types FILE and MIXED) the value is written to a temporary
- * file in data/ and renamed to data/<filename> before the manifest row points to it; inline
- * saves delete the key's previous file. The file name must be a single path component:
- * no '/', no NUL, not "." or "..", at most 255 bytes. Size is value_len; both times are now.
- * value may be NULL only when value_len is 0. extended may be NULL.
- * Returns: YYC_OK, YYC_EINVAL (empty key, bad file name, FILE type without a file name,
- * NULL value with value_len > 0), YYC_ETOOBIG (value when inline, or extended data, above
- * SQLite's blob limit), YYC_EIO, YYC_ENOSPC, YYC_EPERM, YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM,
- * YYC_ECLOSED (the database could not be reopened). Ownership: everything is copied. */
+ * file in data/ and moved, never over an existing file, to a fresh name: data/<filename> when no
+ * file has that name, else a variant <filename>~<8 hex digits> (filename cut to fit 255 bytes);
+ * the row is then switched to that name in one statement, and the key's previous file (if any)
+ * is deleted only after that commit. The item's filename (yyc_kv_item) is the name actually
+ * used, so after a replace it may be the variant; YYKVStorage reads whatever name the row says.
+ * Inline saves likewise delete the key's previous file after the commit. A failure at any step
+ * (temporary file, move, row write, commit) leaves the key's previous value readable as it was;
+ * a process crash leaves the previous value or the new one (there is no fsync: after a power
+ * loss either may be missing). The file name must be a single path component: no '/', no NUL, not "." or "..", at
+ * most 255 bytes, and not starting with ".yyc-tmp-" (reserved for the library's temporary
+ * files). Size is value_len; both times are now. value may be NULL only when value_len is 0.
+ * extended may be NULL.
+ * Returns: YYC_OK, YYC_EINVAL (empty key, bad or reserved file name, FILE type without a file
+ * name, NULL value with value_len > 0; nothing is written), YYC_ETOOBIG (value when inline, or
+ * extended data, above SQLite's blob limit), YYC_EIO, YYC_ENOSPC, YYC_EPERM, YYC_EBUSY,
+ * YYC_ESQLITE, YYC_ENOMEM, YYC_ECLOSED (the database could not be reopened). Ownership:
+ * everything is copied. */
 YYC_API int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                         const char *filename, const void *extended, size_t extended_len);
 
@@ -128,9 +139,14 @@ YYC_API int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t time);
 YYC_API int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size);
 YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
 /* Fast remove-all: deletes every row in one transaction, moves data/ to trash/<UUID> (emptied
- * on the background worker) and vacuums the manifest. Unlike YYKVStorage it never unlinks the
- * manifest under other connections (YYCache #96); that reset is only the fallback for a damaged
- * manifest. */
+ * on the background worker), vacuums the manifest and truncates its WAL. It never unlinks or
+ * recreates the manifest (other connections, other processes, keep using it: YYCache #96). On a
+ * full disk the files are deleted first, freeing their space, and the row delete is retried (if
+ * that fails too, YYC_ENOSPC: the rows left name missing files and read as misses); other
+ * errors leave everything as it was; a manifest found corrupt is rebuilt empty in place (SQLite's database
+ * reset, under the folder lock) and the event reported (YYC_ECORRUPT through the hook). A
+ * closed manifest is reopened regardless of the lazy-reopen limits.
+ * Returns: YYC_OK, YYC_EBUSY (another connection writes; nothing removed), errors. */
 YYC_API int yyc_kv_remove_all(yyc_kv *kv);
 /* Slow remove-all: deletes rows and files in LRU batches of 32, calling progress (may be NULL)
  * after each batch with monotonically increasing counts ending at (total, total), on the calling
@@ -177,7 +193,9 @@ YYC_API void yyc_kv_item_free(yyc_kv_item *item);
 YYC_API void yyc_kv_items_free(yyc_kv_item **items, size_t count);
 
 /* Whether name is acceptable as a data file name (one path component, 1..255 bytes, no '/',
- * no NUL, not "." or ".."). false for NULL. Pure: no disk access. */
+ * no NUL, not "." or "..", not starting with the reserved prefix ".yyc-tmp-" of the library's
+ * temporary files). false for NULL. Pure: no disk access. A row naming an unacceptable file
+ * reads as a miss. */
 YYC_API bool yyc_kv_filename_is_valid(const char *name);
 
 /* Writes md5(key) as 32 lowercase hex characters plus NUL into out (caller-owned, 33 bytes).
