@@ -24,6 +24,9 @@
 # (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every committed corpus file
 # and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
+# make soak also runs test_fault_loop through every fault point with every error
+# (YYC_FAULT_POINTS_MAX=0; `make test` runs a sample of each operation's points).
+#
 # C builds use CMakePresets.json (build/<preset>/): dev (Debug, -Werror), asan, tsan, static,
 # release, ci. They use gcc (CC): a C program linked with the Swift toolchain's clang TSan runtime
 # needs libdispatch.
@@ -440,16 +443,20 @@ fuzz-smoke: fuzz-build
 # Note: Tests/C/CMakeLists.txt gives every case TIMEOUT 300, which `ctest --timeout` does not
 # override: measured here, the default knobs stay under it (the longest, 500000 operations at
 # -O0 in dev, ~3 min), but a slower machine may need it raised there.
+# test_fault_loop: points per operation (0: every one), each with every error of its kind
+# (`make test` runs a sample of 30 points per operation, 3 under TSan, one error each).
+YYC_FAULT_POINTS_MAX ?= 0
 YYC_SOAK_CYCLES ?= 500
 YYC_SOAK_OPS ?= 500000
 YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
 SOAK_PRESETS ?= dev asan tsan
-SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input)\.
-SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): 
+SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|fault_loop)\.
+SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): |^[0-9]+: [a-z_]+_survives_every_fault: [0-9]+ points|^[0-9]+: skipped: 
 soak: deps
 	@results=(); failed=0; start=$$(date +%s); mkdir -p $(BUILD_DIR)/soak; \
+	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1; \
 	for p in $(SOAK_PRESETS); do \
 	  inputs=$(YYC_FUZZ_INPUTS); [ $$p = dev ] || inputs=$(SOAK_SAN_FUZZ_INPUTS); \
 	  log=$(BUILD_DIR)/soak/$$p.log; t0=$$(date +%s); \
