@@ -230,15 +230,13 @@ headers: lib-dev
 symbols: lib-dev lib-static
 	scripts/check-symbols.sh $(DEV_DIR)/libyycache.so $(STATIC_DIR)/libyycache.a
 
-# The version lives in CMakeLists.txt's project(VERSION); SwiftPM builds status.c without
-# YYC_VERSION_STRING, so its fallback there must say the same.
-version-check:
-	@v=$$(sed -n '/^project(YYCache/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt); \
-	f=$$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/status.c); \
-	if [ -z "$$v" ] || [ "$$v" != "$$f" ]; then \
-	  echo "version-check: CMakeLists.txt says '$$v'," \
-	       "the fallback in Sources/CYYCache/status.c says '$$f'" >&2; exit 1; fi; \
-	echo "version-check: $$v (CMakeLists.txt project(VERSION) = status.c fallback)"
+# The version lives in CMakeLists.txt's project(VERSION); every other copy must say the same:
+# status.c's fallback (SwiftPM builds status.c without YYC_VERSION_STRING), PackageVersion.swift,
+# CHANGELOG.md, the find_package examples, the built yycache.pc and `yycache --version`
+# (scripts/check-version.sh).
+version-check: lib-dev
+	@$(CMAKE) --build --preset dev -j $(JOBS) --target yycache-cli
+	scripts/check-version.sh $(DEV_DIR)
 
 # Installs the shared and the static library to temporary prefixes and builds Tests/CMakeConsumer
 # with find_package(YYCache) and with pkg-config against each.

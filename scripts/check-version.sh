@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# check-version.sh - every place that states the package version says the same.
+#
+#   scripts/check-version.sh [<cmake-build-dir>]
+#
+# The version lives in CMakeLists.txt's project(VERSION). The others must agree with it:
+#   Sources/CYYCache/status.c         the YYC_VERSION_STRING fallback (SwiftPM builds without it)
+#   Sources/YYCache/PackageVersion.swift  PackageVersion.string
+#   CHANGELOG.md                      the newest release heading, "## [X.Y.Z] - date"
+#   README.md, cmake/YYCacheConfig.cmake.in   find_package(YYCache X.Y ...) examples (major.minor)
+# and, with a configured and built CMake build dir:
+#   <build>/yycache.pc                Version:
+#   <build>/Sources/yycache-cli/yycache --version   "yycache X.Y.Z"
+# Exit status 1 with one line per disagreement.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:-}"
+
+v=$(sed -n '/^project(YYCache/,/)/s/^ *VERSION \([0-9][0-9.]*\).*/\1/p' CMakeLists.txt)
+[[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] \
+    || { echo "version-check: no MAJOR.MINOR.PATCH in CMakeLists.txt's project(VERSION): '$v'" >&2; exit 1; }
+mm=${v%.*}
+bad=0
+check() { # check <what> <found> <expected>
+    if [ "$2" != "$3" ]; then
+        echo "version-check: $1 says '$2', CMakeLists.txt says '$3'" >&2
+        bad=1
+    fi
+}
+
+check "Sources/CYYCache/status.c (YYC_VERSION_STRING fallback)" \
+    "$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/status.c)" "$v"
+check "Sources/YYCache/PackageVersion.swift (PackageVersion.string)" \
+    "$(sed -n 's/^ *public static let string = "\(.*\)"/\1/p' Sources/YYCache/PackageVersion.swift)" "$v"
+check "CHANGELOG.md (newest release heading)" \
+    "$(sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' CHANGELOG.md | head -n 1)" "$v"
+for f in README.md cmake/YYCacheConfig.cmake.in; do
+    found=$(grep -o 'find_package(YYCache [0-9][0-9.]*' "$f" | sed 's/.* //' | sort -u | tr '\n' ' ')
+    check "$f (find_package(YYCache X.Y), major.minor)" "${found% }" "$mm"
+done
+
+if [ -n "$build" ]; then
+    check "$build/yycache.pc (Version:)" "$(sed -n 's/^Version: *//p' "$build/yycache.pc")" "$v"
+    cli="$build/Sources/yycache-cli/yycache"
+    check "$cli --version" "$("$cli" --version)" "yycache $v"
+fi
+
+[ $bad -eq 0 ] || exit 1
+echo "version-check: $v in CMakeLists.txt, status.c, PackageVersion.swift, CHANGELOG.md," \
+     "README.md and YYCacheConfig.cmake.in ($mm)${build:+, $build/yycache.pc and yycache --version}"
