@@ -237,8 +237,8 @@ symbols: lib-dev lib-static
 
 # The version lives in CMakeLists.txt's project(VERSION); every other copy must say the same:
 # status.c's fallback (SwiftPM builds status.c without YYC_VERSION_STRING), PackageVersion.swift,
-# CHANGELOG.md, the find_package examples, the built yycache.pc and `yycache --version`
-# (scripts/check-version.sh).
+# CHANGELOG.md, yycache.1, the find_package examples, the built yycache.pc and
+# `yycache --version` (scripts/check-version.sh).
 version-check: lib-dev
 	@$(CMAKE) --build --preset dev -j $(JOBS) --target yycache-cli
 	scripts/check-version.sh $(DEV_DIR)
