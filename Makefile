@@ -8,6 +8,9 @@
 #                any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
+#   make docs    the documentation site in build/docs/: DocC for the Swift API and its articles
+#                (Sources/YYCache/YYCache.docc), Doxygen for the C headers (build/docs/c/);
+#                warnings are errors. Also a `make test` step.
 #
 #   make fuzz    libFuzzer targets (Tests/fuzz/fuzz_<target>.c: memcache, kv, disk), each for
 #                FUZZ_SECONDS (60) from its committed corpus Tests/fuzz/corpus/<target>/; new
@@ -19,8 +22,8 @@
 #                tsan presets; knobs YYC_SOAK_CYCLES, YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS.
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
-# asan | tsan | fuzz-smoke | swift-build | swift-test | swift-tsan | bench-smoke. Others: help
-# (lists them). fuzz-smoke builds the fuzz targets with the Swift toolchain's clang
+# asan | tsan | fuzz-smoke | swift-build | docs | swift-test | swift-tsan | bench-smoke. Others:
+# help (lists them). fuzz-smoke builds the fuzz targets with the Swift toolchain's clang
 # (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every committed corpus file
 # and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
@@ -84,22 +87,24 @@ BENCH_SMOKE_ARGS ?= --quick
 have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/dev/null && echo yes)
 
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
-# binutils: nm/readelf; python3: Benchmarks/run; xz-utils: the hit-ratio traces).
+# binutils: nm/readelf; python3: Benchmarks/run and Tests/cli; xz-utils: the hit-ratio traces;
+# doxygen: the C reference of `make docs`; man-db: `man -l` checks the yycache(1) page in Tests/cli).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
-                binutils python3 xz-utils
+                binutils python3 xz-utils doxygen man-db
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
 TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
-              swift-test swift-tsan bench-smoke
+              docs swift-test swift-tsan bench-smoke
 
-.PHONY: help test bench deps swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
+.PHONY: help test bench deps docs swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
         headers symbols version-check consumer bench-smoke release format clean \
         need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak
 
 help:
 	@echo "make test    build everything and run every test (what CI runs: .ci/run)"
 	@echo "make bench   release build and benchmark report"
+	@echo "make docs    documentation site in $(BUILD_DIR)/docs (DocC + the C reference)"
 	@echo "make fuzz    run the libFuzzer targets (FUZZ_TARGET=$(subst $(space),|,$(FUZZ_TARGETS))|all," \
 	      "FUZZ_SECONDS=$(FUZZ_SECONDS) each); fuzz-merge keeps what they found"
 	@echo "make soak    long reliability runs under dev, asan, tsan (YYC_SOAK_CYCLES=$(YYC_SOAK_CYCLES)" \
@@ -233,20 +238,55 @@ headers: lib-dev
 symbols: lib-dev lib-static
 	scripts/check-symbols.sh $(DEV_DIR)/libyycache.so $(STATIC_DIR)/libyycache.a
 
-# The version lives in CMakeLists.txt's project(VERSION); SwiftPM builds status.c without
-# YYC_VERSION_STRING, so its fallback there must say the same.
-version-check:
-	@v=$$(sed -n '/^project(YYCache/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt); \
-	f=$$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/status.c); \
-	if [ -z "$$v" ] || [ "$$v" != "$$f" ]; then \
-	  echo "version-check: CMakeLists.txt says '$$v'," \
-	       "the fallback in Sources/CYYCache/status.c says '$$f'" >&2; exit 1; fi; \
-	echo "version-check: $$v (CMakeLists.txt project(VERSION) = status.c fallback)"
+# The version lives in CMakeLists.txt's project(VERSION); every other copy must say the same:
+# status.c's fallback (SwiftPM builds status.c without YYC_VERSION_STRING), PackageVersion.swift,
+# CHANGELOG.md, yycache.1, the find_package examples, the built yycache.pc and
+# `yycache --version` (scripts/check-version.sh).
+version-check: lib-dev
+	@$(CMAKE) --build --preset dev -j $(JOBS) --target yycache-cli
+	scripts/check-version.sh $(DEV_DIR)
 
 # Installs the shared and the static library to temporary prefixes and builds Tests/CMakeConsumer
 # with find_package(YYCache) and with pkg-config against each.
 consumer: lib-dev lib-static
 	$(TOOLS_ENV) CMAKE=$(CMAKE) scripts/consumer-test.sh $(DEV_DIR) $(STATIC_DIR)
+
+# --- documentation ------------------------------------------------------------------------------
+
+# `make docs`: the static site in build/docs/ - the DocC catalog Sources/YYCache/YYCache.docc with
+# the Swift API's symbol graph (swift-symbolgraph-extract on the debug build of the YYCache module,
+# which swift-build shares), and the C reference from include/yycache/*.h (Doxygen,
+# Docs/Doxyfile) in build/docs/c/. Warnings of either are errors. Serve it with
+# `python3 -m http.server -d build/docs` and open /documentation/yycache (DocC's pages load their
+# content with JavaScript, so they do not open from file://).
+DOCS_DIR := $(BUILD_DIR)/docs
+DOCC_CATALOG := Sources/YYCache/YYCache.docc
+SWIFT_BIN_DIR = $(dir $(shell command -v $(SWIFT) 2>/dev/null))
+DOCC ?= $(firstword $(wildcard $(SWIFT_BIN_DIR)docc) docc)
+SYMBOLGRAPH_EXTRACT ?= $(firstword $(wildcard $(SWIFT_BIN_DIR)swift-symbolgraph-extract) \
+                         swift-symbolgraph-extract)
+DOXYGEN ?= doxygen
+docs: deps need-swift
+	@rm -rf $(DOCS_DIR) $(BUILD_DIR)/symbolgraphs; mkdir -p $(BUILD_DIR)/symbolgraphs
+	$(SWIFT) build $(SWIFT_DEBUG_FLAGS) --target YYCache --quiet
+	@triple=$$($(SWIFT) -print-target-info | sed -n 's/^ *"triple": "\(.*\)",*$$/\1/p' | head -n 1); \
+	modules=$$($(SWIFT) build $(SWIFT_DEBUG_FLAGS) --show-bin-path)/Modules; \
+	echo "$(SYMBOLGRAPH_EXTRACT) -module-name YYCache -target $$triple -I $$modules -I include"; \
+	$(SYMBOLGRAPH_EXTRACT) -module-name YYCache -target $$triple -I $$modules -I include \
+	  -minimum-access-level public -skip-synthesized-members \
+	  -output-dir $(BUILD_DIR)/symbolgraphs
+	$(DOCC) convert $(DOCC_CATALOG) --additional-symbol-graph-dir $(BUILD_DIR)/symbolgraphs \
+	  --fallback-display-name YYCache --fallback-bundle-identifier org.yycache.YYCache \
+	  --transform-for-static-hosting --warnings-as-errors --output-path $(DOCS_DIR)
+	@command -v $(DOXYGEN) >/dev/null \
+	  || { echo "docs: $(DOXYGEN) not found (make deps installs doxygen)" >&2; exit 1; }
+	@v=$$(sed -n '/^project(YYCache/,/)/s/^ *VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt); \
+	echo "$(DOXYGEN) Docs/Doxyfile  (C reference into $(DOCS_DIR)/c)"; mkdir -p $(DOCS_DIR)/c; \
+	YYCACHE_VERSION=$$v YYCACHE_DOXYGEN_OUTPUT=$(DOCS_DIR)/c $(DOXYGEN) Docs/Doxyfile
+	@test -f $(DOCS_DIR)/c/index.html && test -d $(DOCS_DIR)/documentation/yycache \
+	  || { echo "docs: the site is incomplete" >&2; exit 1; }
+	@echo "docs: $(DOCS_DIR)/ (python3 -m http.server -d $(DOCS_DIR), then open" \
+	      "/documentation/yycache; the C reference is /c/index.html)"
 
 # --- benchmarks ---------------------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ let package = Package(
             name: "yycache-cli",
             dependencies: ["CYYCache"],
             path: "Sources/yycache-cli",
-            exclude: ["CMakeLists.txt"],
+            exclude: ["CMakeLists.txt", "yycache.1", "yycache.bash-completion"],
             cSettings: [.define("_GNU_SOURCE")],
             // sqlite3: read-only commands use SQLite directly. m: the core uses libm (floor) and
             // declares no link to it; Swift targets get libm from the Swift driver, C ones do not.

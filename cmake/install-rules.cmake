@@ -7,6 +7,7 @@
 #   <libdir>/cmake/YYCache/                     YYCacheConfig.cmake, YYCacheConfigVersion.cmake,
 #                                               YYCacheTargets*.cmake, FindLibBSD/FindLibMD.cmake
 #   <libdir>/pkgconfig/yycache.pc               relocatable (${pcfiledir})
+#   share/doc/yycache/LICENSE, NOTICE           the MIT license and the notice about YYCache
 include(CMakePackageConfigHelpers)
 
 set(YYCACHE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/YYCache"
@@ -73,3 +74,8 @@ configure_file("${PROJECT_SOURCE_DIR}/cmake/yycache.pc.in" "${PROJECT_BINARY_DIR
 install(FILES "${PROJECT_BINARY_DIR}/yycache.pc"
   DESTINATION "${YYCACHE_INSTALL_PKGCONFIGDIR}"
   COMPONENT YYCache_Development)
+
+# The license goes with the runtime component: every binary package of the library carries it.
+install(FILES "${PROJECT_SOURCE_DIR}/LICENSE" "${PROJECT_SOURCE_DIR}/NOTICE"
+  DESTINATION "${CMAKE_INSTALL_DATAROOTDIR}/doc/yycache"
+  COMPONENT YYCache_Runtime)

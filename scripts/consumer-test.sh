@@ -4,7 +4,8 @@
 #   scripts/consumer-test.sh <shared-build-dir> [<static-build-dir>]
 #
 # For each (already built) CMake build dir: `cmake --install` into a temporary prefix, check
-# what was installed (public headers only, no module map; library; CMake package; yycache.pc),
+# what was installed (public headers only, no module map; library; CMake package; yycache.pc;
+# the license in share/doc/yycache),
 # move the prefix elsewhere (nothing may hard-code the install path), then build and run
 # Tests/CMakeConsumer/main.c twice: with its CMakeLists.txt (find_package(YYCache)) and with
 # `pkg-config --cflags --libs yycache` (`--static` for a static library).
@@ -44,6 +45,9 @@ check_tree() {
     for f in YYCacheConfig.cmake YYCacheConfigVersion.cmake YYCacheTargets.cmake FindLibBSD.cmake \
         FindLibMD.cmake; do
         [ -f "$libdir/cmake/YYCache/$f" ] || fail "$kind: $f not installed"
+    done
+    for f in LICENSE NOTICE; do
+        [ -f "$prefix/share/doc/yycache/$f" ] || fail "$kind: share/doc/yycache/$f not installed"
     done
     if [ "$kind" = shared ]; then
         ls "$libdir"/libyycache.so.* >/dev/null 2>&1 || fail "shared: no versioned libyycache.so.*"

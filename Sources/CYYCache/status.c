@@ -10,7 +10,7 @@
 #include <time.h>
 
 #ifndef YYC_VERSION_STRING
-#define YYC_VERSION_STRING "0.1.0"
+#define YYC_VERSION_STRING "0.2.0"
 #endif
 
 const char *yyc_strerror(int status) {

@@ -131,7 +131,7 @@ extension DiskCache {
 
     /// Removes every value in batches (rows and files), reporting progress between batches.
     ///
-    /// Slower than ``removeAllValues()``, but the core's lock is released between batches, so
+    /// Slower than ``removeAllValues()-31f0j``, but the core's lock is released between batches, so
     /// other calls interleave.
     ///
     /// - Parameters:

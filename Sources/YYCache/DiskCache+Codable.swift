@@ -2,7 +2,7 @@ import Foundation
 
 extension DiskCache {
     /// The value stored for `key`, decoded with ``coder`` (`Data` is returned as stored, like
-    /// ``data(forKey:)``). Refreshes the access time.
+    /// ``data(forKey:)-95itz``). Refreshes the access time.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
@@ -20,14 +20,14 @@ extension DiskCache {
     }
 
     /// Stores `value` for `key`, encoded with ``coder`` (`Data` is stored as it is, like
-    /// ``setData(_:forKey:extendedData:)``); `nil` removes the value.
+    /// ``setData(_:forKey:extendedData:)-1okrg``); `nil` removes the value.
     ///
     /// - Parameters:
     ///   - value: The value, or `nil` to remove it.
     ///   - key: A non-empty key without NUL bytes.
     ///   - extendedData: Extra bytes stored with the value.
     /// - Throws: ``CacheError/Code/encoding`` when the coder fails (the previous value stays),
-    ///   and the errors of ``setData(_:forKey:extendedData:)``.
+    ///   and the errors of ``setData(_:forKey:extendedData:)-1okrg``.
     /// - Complexity: O(*n*) in the value's size.
     ///
     /// The corresponding C function is `yyc_diskcache_set_with_filename`.

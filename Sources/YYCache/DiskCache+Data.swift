@@ -48,7 +48,7 @@ extension DiskCache {
     ///   - data: The bytes, or `nil` to remove the value.
     ///   - key: A non-empty key without NUL bytes.
     ///   - extendedData: Extra bytes stored with the value (read with
-    ///     ``extendedData(forKey:)``).
+    ///     ``extendedData(forKey:)-erkr``).
     /// - Throws: ``CacheError/Code/invalidArgument`` (bad key, bad file name: nothing is
     ///   written), ``CacheError/Code/closed``, ``CacheError/Code/noSpace``, I/O and SQLite
     ///   failures.

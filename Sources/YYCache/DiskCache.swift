@@ -130,7 +130,7 @@ public final class DiskCache: Sendable {
     }
 
     /// Closes this object: its later calls throw ``CacheError/Code/closed`` (and
-    /// ``containsValue(forKey:)`` answers `false`). Calls already running finish normally. The
+    /// ``containsValue(forKey:)-64hbb`` answers `false`). Calls already running finish normally. The
     /// shared core stays open for other objects on the path; when this was the last one, the
     /// core is closed and a new `DiskCache(path:)` opens a fresh one. Idempotent.
     ///

@@ -9,7 +9,7 @@ import Foundation
 /// happens during `setValue` (one entry per call), cost eviction runs in the background, and an
 /// auto-trim runs every ``autoTrimInterval`` seconds.
 ///
-/// Storage depends on `Value` (see ``MemoryCacheStorage``): values of up to 64 bytes (`Int`,
+/// Storage depends on `Value`: values of up to 64 bytes (`Int`,
 /// `Data`, `String`, small structs) are copied into the C entry itself; class instances are
 /// owned by the C core through retain/release callbacks; larger values are boxed in a class
 /// owned the same way. A lookup copies (or retains) the value under the cache's lock, so a
