@@ -399,7 +399,7 @@ static bool foreign_schema(sqlite3 *db, int init_rc, char *what, size_t size) {
                            "collate nocase and type <> 'table' limit 1;",
                            -1, &s, NULL) == SQLITE_OK &&
         sqlite3_step(s) == SQLITE_ROW) {
-        snprintf(what, size, "a %s named %s", (const char *)sqlite3_column_text(s, 0),
+        snprintf(what, size, "the %s named %s", (const char *)sqlite3_column_text(s, 0),
                  (const char *)sqlite3_column_text(s, 1));
         foreign = true;
     }
@@ -535,7 +535,7 @@ static int db_open_or_rebuild(yyc_kv *kv) {
     rc = db_open_once(kv);
     if (rc != YYC_OK) return rc;
     report(kv, true, YYC_ECORRUPT, first.sqlite_code, first.sys_errno,
-           "manifest was corrupt: deleted and rebuilt empty");
+           "manifest was corrupt (%s): deleted and rebuilt empty", first.message);
     return YYC_OK;
 }
 
@@ -1590,8 +1590,10 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit) {
     int src = sqlite3_exec(kv->db, "begin immediate;", NULL, NULL, NULL);
     if (src != SQLITE_OK) return sqlite_fail(kv, src, "begin deletion");
     int64_t total = 0;
+    bool saturated = false;
     if (d->fit != FIT_NONE) {
         rc = scalar_checked(kv, d->fit == FIT_SIZE ? SQL_SUM : SQL_COUNT, &total);
+        saturated = total == INT64_MAX;
         if (rc != YYC_OK || total <= d->max) {
             if (rc != YYC_OK) rollback(kv);
             else sqlite3_exec(kv->db, "commit;", NULL, NULL, NULL); /* (nothing written) */
@@ -1626,7 +1628,10 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit) {
             if (total <= d->max) break;
         }
     }
-    bool at_limit = n == limit && (d->fit == FIT_NONE || total > d->max);
+    /* Candidates may be left: the step stopped at its limit, or its total was saturated (the
+     * true one may be larger: the next step sums again). */
+    bool at_limit = n > 0 && (n == limit || saturated) && (d->fit == FIT_NONE || total > d->max ||
+                                                           saturated);
     if (rc == YYC_OK && src != SQLITE_DONE) rc = sqlite_fail(kv, src, "list rows to delete");
     if (s) release_in(s, adhoc);
     if (rc == YYC_OK && n > 0) rc = prepare_checked(kv, SQL_DELETE_ROWID, &del);
