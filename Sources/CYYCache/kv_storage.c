@@ -1492,9 +1492,13 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
  * (unreported) after each of these, in turn: a TRUNCATE checkpoint (gives back the WAL when
  * its pages need no room in the database file); releasing the space reserve, a file of
  * RESERVE_BYTES kept in the folder for this (RESERVE_NAME; YYKVStorage ignores it), which is
- * made again after a later deletion once the disk has room for it twice over; smaller
- * transactions, down to one row. Only when all of that failed is ENOSPC returned. A deletion
- * that needed the reserve or that removed rows of a trim ends with a TRUNCATE checkpoint. */
+ * made again after a later deletion once the disk has room for it twice over; deleting the
+ * chosen rows' files before their rows (the last resort: should the rows still not go, they
+ * name missing files, which read as misses); smaller transactions, down to one row. Only when
+ * all of that failed is ENOSPC returned - left only by a WAL full of inline values that needs
+ * more room to be checkpointed than the reserve gives (remove-all still works then). A
+ * deletion that needed the reserve or that removed rows of a trim ends with a TRUNCATE
+ * checkpoint. */
 
 #define RESERVE_NAME "space.reserve"
 #define RESERVE_BYTES (256 * 1024)
@@ -1580,9 +1584,10 @@ static void rollback(yyc_kv *kv) {
 }
 
 /* Lists the candidates (up to limit, or until the totals fit) and deletes exactly those rows by
- * rowid, in one write transaction; after the commit deletes their files. Caller holds the
- * folder lock. */
-static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit) {
+ * rowid, in one write transaction; after the commit deletes their files (files_first: before
+ * deleting the rows, so that a full disk gets their space back even if the rows then cannot
+ * be deleted). Caller holds the folder lock. */
+static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_first) {
     assert(kv->lock_depth > 0);
     d->more = false;
     int rc = db_check(kv);
@@ -1634,6 +1639,8 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit) {
                                                            saturated);
     if (rc == YYC_OK && src != SQLITE_DONE) rc = sqlite_fail(kv, src, "list rows to delete");
     if (s) release_in(s, adhoc);
+    if (rc == YYC_OK && files_first) /* the last resort on a full disk (see delete_rows) */
+        for (size_t i = 0; i < n; i++) file_ref_delete(kv, &rows[i].file);
     if (rc == YYC_OK && n > 0) rc = prepare_checked(kv, SQL_DELETE_ROWID, &del);
     for (size_t i = 0; rc == YYC_OK && i < n; i++) {
         sqlite3_bind_int64(del, 1, rows[i].rowid);
@@ -1664,13 +1671,13 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit) {
  * that failed (earlier steps stay done). */
 static int delete_rows(yyc_kv *kv, deletion *d) {
     size_t limit = d->limit;
-    bool released = false;
+    bool released = false, files_first = false;
     int rc = YYC_OK;
     for (int tries = 0;;) {
         rc = folder_lock(kv);
         if (rc != YYC_OK) return rc;
         kv->quiet_full = true;
-        rc = delete_step_locked(kv, d, limit);
+        rc = delete_step_locked(kv, d, limit, files_first);
         kv->quiet_full = false;
         bool retry = false;
         if (rc == YYC_ENOSPC) {
@@ -1678,6 +1685,8 @@ static int delete_rows(yyc_kv *kv, deletion *d) {
                 retry = true; /* after a checkpoint */
             } else if (!released && reserve_release(kv)) {
                 retry = released = true;
+            } else if (!files_first) {
+                retry = files_first = true;
             } else if (limit > 1) {
                 limit /= 2;
                 retry = true;
