@@ -145,11 +145,10 @@
     " from manifest where key = ?1;"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
-/* The cost of a row is its size when that is a positive integer, else 0 (a hostile row's NULL,
- * text or negative size costs nothing); the sum saturates (total() is a double: exact below
- * 2^53 bytes, clamped to INT64_MAX by scalar) instead of failing on overflow as sum() does. */
-#define ROW_COST "(case when typeof(size) = 'integer' and size > 0 then size else 0 end)"
-#define SQL_SUM "select total" ROW_COST " from manifest;"
+/* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
+ * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
+ * instead of failing on overflow as sum() does. */
+#define SQL_SUM "select yyc_cost_total(size) from manifest;"
 #define SQL_COUNT "select count(*) from manifest;"
 
 /* --- the object --- */
@@ -387,6 +386,24 @@ static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
     return *key_col >= 0 && *name_col >= 0;
 }
 
+/* The aggregate yyc_cost_total(size): see SQL_SUM. */
+static void cost_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    int64_t *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
+    if (!sum) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) return;
+    int64_t v = sqlite3_value_int64(argv[0]);
+    if (v > 0) *sum = *sum > INT64_MAX - v ? INT64_MAX : *sum + v;
+}
+
+static void cost_total_final(sqlite3_context *ctx) {
+    int64_t *sum = sqlite3_aggregate_context(ctx, 0);
+    sqlite3_result_int64(ctx, sum ? *sum : 0);
+}
+
 /* Whether the manifest's schema is not YYKVStorage's (init_rc: the result of SQL_INIT); what
  * gets a description naming the offending object. */
 static bool foreign_schema(sqlite3 *db, int init_rc, char *what, size_t size) {
@@ -479,6 +496,13 @@ static int db_open_once(yyc_kv *kv) {
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, kv->busy_timeout_ms);
+    rc = sqlite3_create_function_v2(db, "yyc_cost_total", 1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, NULL,
+                                    NULL, cost_total_step, cost_total_final, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_close(db);
+        return report(kv, true, YYC_ENOMEM, rc, 0, "register the cost sum");
+    }
     /* Switching a new database to WAL (or creating the table) while another process does the
      * same can fail with SQLITE_BUSY at once: SQLite skips the busy handler where waiting could
      * deadlock. The script is idempotent, so retry it until the busy timeout has passed. */
@@ -2284,8 +2308,8 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     return sqlite_fail(kv, src, "exists");
 }
 
-/* The one value of an aggregate (count or SQL_SUM's total, clamped to 0..INT64_MAX); caller has
- * passed db_check. */
+/* The one value of an aggregate (count or SQL_SUM's total; never negative); caller has passed
+ * db_check. */
 static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out) {
     *out = 0;
     sqlite3_stmt *s;
@@ -2293,11 +2317,7 @@ static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out) {
     if (rc != YYC_OK) return rc;
     int src = sqlite3_step(s);
     if (src == SQLITE_ROW) {
-        double v = sqlite3_column_double(s, 0);
-        if (sqlite3_column_type(s, 0) == SQLITE_INTEGER) *out = sqlite3_column_int64(s, 0);
-        else if (!(v > 0)) *out = 0; /* (NaN too) */
-        else if (v >= 9223372036854775807.0) *out = INT64_MAX;
-        else *out = (int64_t)v;
+        *out = sqlite3_column_int64(s, 0);
         if (*out < 0) *out = 0;
     }
     yyc__stmt_done(s);
