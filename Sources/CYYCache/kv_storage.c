@@ -41,7 +41,17 @@
  *   - the access time is not rewritten when it already holds the current second;
  *   - a save learns the file name of the row it replaces from SQLite's preupdate hook during its
  *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first;
- *     so does the remove of one key (yyc_kv_remove, LRU trims) during its delete.
+ *   - every removal and trim lists its rows and deletes exactly those by rowid, then their files,
+ *     in one write transaction under the folder lock (delete_rows): a row another process
+ *     refreshed meanwhile is never deleted without its file or kept without it, and rows whose
+ *     key is NULL or a BLOB go like any other (YYKVStorage deleted by key, in two statements);
+ *   - removals work on a full disk (WAL checkpoint, a space reserve file, files before rows as
+ *     the last resort: see delete_rows), and trims end with a TRUNCATE checkpoint;
+ *   - the total size counts only sizes that are positive integers and saturates (yyc_cost_total);
+ *   - the folder lock waits at most the busy timeout (YYC_EBUSY), and its errors are reported;
+ *   - a foreign schema (a view or index named manifest, a table without the columns) is rebuilt
+ *     like a corrupt manifest;
+ *   - items place the value and the extended data at max_align_t-aligned offsets.
  */
 /* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
  * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
@@ -203,7 +213,7 @@ struct yyc_kv {
     yyc_error pending_event;
 };
 
-/* One row of an LRU batch. */
+/* A row get_many found damaged or without its file (read again under the lock). */
 typedef struct lru_row {
     char *key;
     char *filename; /* NULL when inline (or the name is unusable) */
@@ -1279,10 +1289,9 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
-/* SQLite's preupdate hook while an upsert or a delete of one key steps: INSERT OR REPLACE
- * deletes the key's previous row (if any) before inserting the new one, a remove deletes it, and
- * this records that row's file name, so the save or the remove knows which file it leaves behind
- * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
+/* SQLite's preupdate hook while an upsert of one key steps: INSERT OR REPLACE deletes the key's
+ * previous row (if any) before inserting the new one, and this records that row's file name, so
+ * the save knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
  * sqlite3_value_*. */
 static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
