@@ -1596,6 +1596,11 @@ typedef struct deletion {
     enum fit fit; /* FIT_*: stop once the total count / size is at most max */
     int64_t max;
     bool one_step;   /* stop after one step (a batch) even when candidates are left */
+    /* FIT_*: the total, summed by the first step inside its transaction and carried on by the
+     * later ones (summing again at every step would make a large trim quadratic); another
+     * process's changes meanwhile only move where the trim stops. */
+    bool have_total;
+    int64_t total;
     int64_t removed; /* rows deleted so far */
     bool more;       /* the last step stopped at its limit: candidates may be left */
 } deletion;
@@ -1627,10 +1632,12 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_
     if (rc != YYC_OK) return rc;
     int src = sqlite3_exec(kv->db, "begin immediate;", NULL, NULL, NULL);
     if (src != SQLITE_OK) return sqlite_fail(kv, src, "begin deletion");
-    int64_t total = 0;
+    int64_t total = d->total;
     bool saturated = false;
     if (d->fit != FIT_NONE) {
-        rc = scalar_checked(kv, d->fit == FIT_SIZE ? SQL_SUM : SQL_COUNT, &total);
+        /* (a saturated total may be smaller than the true one: summed again) */
+        if (!d->have_total || d->total == INT64_MAX)
+            rc = scalar_checked(kv, d->fit == FIT_SIZE ? SQL_SUM : SQL_COUNT, &total);
         saturated = total == INT64_MAX;
         if (rc != YYC_OK || total <= d->max) {
             if (rc != YYC_OK) rollback(kv);
@@ -1695,6 +1702,8 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_
     if (rc == YYC_OK) {
         d->removed += (int64_t)n;
         d->more = at_limit;
+        d->total = saturated ? INT64_MAX : total;
+        d->have_total = true;
     }
     return rc;
 }
