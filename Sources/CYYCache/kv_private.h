@@ -41,6 +41,10 @@ bool yyc__kv_is_open(const yyc_kv *kv);
 /* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
+#ifdef YYC_TESTING
+/* Testing: the next folder lock fails with errno err (as flock would), once. */
+void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err);
+#endif
 /* Testing: closes the manifest connection as a failed reopen would leave it (the next call
  * reopens lazily). */
 void yyc__kv_close_connection(yyc_kv *kv);

@@ -204,6 +204,9 @@ struct yyc_kv {
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
     bool quiet_full;      /* a deletion that will be retried: its ENOSPC is not reported */
     bool reserve_gone;    /* the space reserve was released (or never made): remake it */
+#ifdef YYC_TESTING
+    int fail_flock; /* testing: the next folder lock fails with this errno (0: none) */
+#endif
     /* Reporting. */
     yyc_error_hook hook;
     void *hook_ctx;
@@ -946,6 +949,10 @@ void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_second
 
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n) { kv->fail_opens = n; }
 
+#ifdef YYC_TESTING
+void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err) { kv->fail_flock = err; }
+#endif
+
 void yyc__kv_close_connection(yyc_kv *kv) { db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
@@ -1064,6 +1071,13 @@ static int folder_lock(yyc_kv *kv) {
         return YYC_OK;
     }
     int err = flock_bounded(kv->root_fd, kv->busy_timeout_ms);
+#ifdef YYC_TESTING
+    if (!err && kv->fail_flock) {
+        flock(kv->root_fd, LOCK_UN);
+        err = kv->fail_flock;
+        kv->fail_flock = 0;
+    }
+#endif
     if (err == EWOULDBLOCK)
         return report(kv, true, YYC_EBUSY, 0, err,
                       "folder lock held by another process beyond the busy timeout");

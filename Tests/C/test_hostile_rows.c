@@ -383,6 +383,36 @@ static void folder_lock_held_by_another_process_gives_ebusy_after_the_busy_timeo
     free(ready);
 }
 
+/* A failure of the folder lock other than EINTR is reported and nothing proceeds unlocked: the
+ * row and its file stay, no temporary file is left (the lock used to be skipped silently). */
+static void folder_lock_errors_are_reported_and_nothing_proceeds_unlocked(void **state) {
+    fixture *f = *state;
+    yyc_kv *kv = open_kv(f->dir);
+    char big[4096];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(yyc_kv_save(kv, "k", big, sizeof big, "k-file", NULL, 0), YYC_OK);
+    yyc__kv_fail_next_folder_lock(kv, ENOLCK);
+    assert_int_equal(yyc_kv_remove(kv, "k"), YYC_EIO);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.sys_errno, ENOLCK);
+    assert_int_equal(yyc_kv_exists(kv, "k"), YYC_OK);
+    yyc__kv_fail_next_folder_lock(kv, ENOLCK);
+    assert_int_equal(yyc_kv_remove_larger_than(kv, 10), YYC_EIO);
+    assert_int_equal(yyc_kv_exists(kv, "k"), YYC_OK);
+    yyc__kv_fail_next_folder_lock(kv, ENOLCK);
+    memset(big, 'c', sizeof big);
+    assert_int_equal(yyc_kv_save(kv, "k", big, sizeof big, "k-file", NULL, 0), YYC_EIO);
+    char *data = rel_path(f->dir, "data");
+    assert_int_equal(rel_count_entries(data, NULL), 1); /* no temporary file left */
+    free(data);
+    yyc_kv_item *it = NULL;
+    assert_int_equal(yyc_kv_get_item(kv, "k", &it), YYC_OK);
+    assert_int_equal(((unsigned char *)it->value)[0], 'b'); /* the old value */
+    yyc_kv_item_free(it);
+    yyc_kv_close(kv);
+}
+
 /* ---------------------------------------------------------------- items, hooks, schema */
 
 static void kv_items_place_value_and_extended_data_at_max_align_t(void **state) {
@@ -533,6 +563,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(null_text_negative_and_real_sizes_cost_nothing_and_never_stall_a_trim, setup, teardown),
         cmocka_unit_test_setup_teardown(age_trim_racing_a_refresh_never_leaves_a_row_without_its_file, setup, teardown),
         cmocka_unit_test_setup_teardown(folder_lock_held_by_another_process_gives_ebusy_after_the_busy_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(folder_lock_errors_are_reported_and_nothing_proceeds_unlocked, setup, teardown),
         cmocka_unit_test_setup_teardown(kv_items_place_value_and_extended_data_at_max_align_t, setup, teardown),
         cmocka_unit_test_setup_teardown(error_hook_that_calls_a_failing_function_keeps_the_callers_last_error, setup, teardown),
         cmocka_unit_test_setup_teardown(foreign_object_named_manifest_is_rebuilt_and_reported, setup, teardown),
