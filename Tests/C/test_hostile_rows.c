@@ -270,7 +270,7 @@ static void age_trim_racing_a_refresh_never_leaves_a_row_without_its_file(void *
     char value[2048];
     memset(value, 'v', sizeof value);
     for (int i = 0; i < 4; i++) {
-        char key[16], name[16];
+        char key[32], name[32];
         snprintf(key, sizeof key, "old-%d", i);
         snprintf(name, sizeof name, "file-%d", i);
         assert_int_equal(yyc_kv_save(kv, key, value, sizeof value, name, NULL, 0), YYC_OK);
@@ -291,7 +291,7 @@ static void age_trim_racing_a_refresh_never_leaves_a_row_without_its_file(void *
     sqlite3_close(raw);
     /* The refreshed rows stay, with their files; the others are gone, files too. */
     for (int i = 0; i < 4; i++) {
-        char key[16], path[4096], name[32];
+        char key[32], path[4096], name[32];
         snprintf(key, sizeof key, "old-%d", i);
         snprintf(name, sizeof name, "data/file-%d", i);
         bool row = yyc_kv_exists(kv, key) == YYC_OK;
