@@ -32,7 +32,8 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
-/* A passive WAL checkpoint (errors ignored). */
+/* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
+ * errors ignored). */
 void yyc__kv_checkpoint(yyc_kv *kv);
 
 /* Whether the manifest connection is open now (false after a failed reopen). */

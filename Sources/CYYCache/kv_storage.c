@@ -237,6 +237,7 @@ static void schedule_trash_empty(yyc_kv *kv, bool sweep_data);
 static int open_data_dir(yyc_kv *kv);
 static int flock_bounded(int fd, int timeout_ms);
 static void reserve_make(yyc_kv *kv);
+static void checkpoint_truncate(yyc_kv *kv);
 static int folder_lock(yyc_kv *kv) __attribute__((warn_unused_result));
 static void folder_unlock(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
@@ -962,9 +963,7 @@ bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     return kv->use_old_row_hook;
 }
 
-void yyc__kv_checkpoint(yyc_kv *kv) {
-    if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-}
+void yyc__kv_checkpoint(yyc_kv *kv) { checkpoint_truncate(kv); }
 
 /* --- names --- */
 

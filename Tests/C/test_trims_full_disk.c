@@ -80,10 +80,19 @@ static void expect_consistent(const char *cache) {
               scan.first_missing);
 }
 
-enum op { REMOVE_FILE_VALUE, REMOVE_INLINE_VALUE, TRIM_COUNT, TRIM_COST, TRIM_AGE, TRIM_FREE };
+enum op {
+    REMOVE_FILE_VALUE,
+    REMOVE_INLINE_VALUE,
+    TRIM_COUNT,
+    TRIM_COST,
+    TRIM_AGE,
+    TRIM_FREE,
+    REMOVE_ALL_PROGRESS
+};
 static const char *const op_names[] = {"remove of a file value", "remove of an inline value",
                                        "trim to count",          "trim to cost",
-                                       "trim to age",            "trim to free space"};
+                                       "trim to age",            "trim to free space",
+                                       "remove-all with progress"};
 
 /* --child full DIR */
 static int child_full(int argc, char **argv) {
@@ -99,7 +108,7 @@ static int child_full(int argc, char **argv) {
     REL_CHECK(yyc_diskcache_open(cache, REL_THRESHOLD, &dc) == YYC_OK, "open: %s",
               rel_last_error());
     yyc_diskcache_set_auto_trim_interval(dc, 0);
-    for (int op = REMOVE_FILE_VALUE; op <= TRIM_FREE; op++) {
+    for (int op = REMOVE_FILE_VALUE; op <= REMOVE_ALL_PROGRESS; op++) {
         char prefix[16];
         snprintf(prefix, sizeof prefix, "fill%d", op);
         if (op == TRIM_AGE) {
@@ -141,6 +150,7 @@ static int child_full(int argc, char **argv) {
         }
         case TRIM_AGE: s = yyc_diskcache_trim_to_age(dc, (double)(time(NULL) - 5000)); break;
         case TRIM_FREE: s = yyc_diskcache_trim_to_free_space(dc, free_before + 200000); break;
+        case REMOVE_ALL_PROGRESS: s = yyc_diskcache_remove_all_progress(dc, NULL, NULL); break;
         }
         REL_CHECK(s == YYC_OK, "%s on a full disk: %s", op_names[op], rel_last_error());
         int64_t after = count_of(dc);
@@ -163,6 +173,7 @@ static int child_full(int argc, char **argv) {
                 REL_CHECK(!yyc_diskcache_contains(dc, key), "aged row %d stayed", i);
             }
         }
+        if (op == REMOVE_ALL_PROGRESS) REL_CHECK(after == 0, "%lld rows left", (long long)after);
         if (op == TRIM_FREE)
             REL_CHECK(free_after >= free_before + 200000, "free space %lld, wanted %lld",
                       (long long)free_after, (long long)(free_before + 200000));
