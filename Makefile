@@ -296,7 +296,7 @@ FUZZ_SMOKE_RUNS ?= 1500
 FUZZ_SMOKE_RUNS_memcache ?= 2000
 FUZZ_SMOKE_RUNS_kv ?= 1500
 FUZZ_SMOKE_RUNS_disk ?= 1500
-FUZZ_SMOKE_RUNS_manifest ?= 400
+FUZZ_SMOKE_RUNS_manifest ?= 600
 # The disk targets make a folder per input: on tmpfs when there is one.
 FUZZ_TMPDIR ?= $(if $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo y),/dev/shm,/tmp)
 FUZZ_SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all
