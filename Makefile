@@ -12,10 +12,10 @@
 #                (Sources/YYCache/YYCache.docc), Doxygen for the C headers (build/docs/c/);
 #                warnings are errors. Also a `make test` step.
 #
-#   make fuzz    libFuzzer targets (Tests/fuzz/fuzz_<target>.c: memcache, kv, disk), each for
+#   make fuzz    libFuzzer targets (Tests/fuzz/fuzz_<target>.c: memcache, kv, disk, manifest), each for
 #                FUZZ_SECONDS (60) from its committed corpus Tests/fuzz/corpus/<target>/; new
 #                inputs go to build/fuzz/corpus/<target>/, crashes to build/fuzz/artifacts/<target>/
-#                (the reproducer path is printed). FUZZ_TARGET=memcache|kv|disk|all.
+#                (the reproducer path is printed). FUZZ_TARGET=memcache|kv|disk|manifest|all.
 #                `make fuzz-merge` minimizes what was found into the committed corpus.
 #   make soak    the long reliability runs (crash consistency with its memory-growth check,
 #                several processes, the model fuzz of test_bad_input) under the dev, asan and
@@ -339,6 +339,7 @@ FUZZ_SMOKE_RUNS ?= 1500
 FUZZ_SMOKE_RUNS_memcache ?= 2000
 FUZZ_SMOKE_RUNS_kv ?= 1500
 FUZZ_SMOKE_RUNS_disk ?= 1500
+FUZZ_SMOKE_RUNS_manifest ?= 600
 # The disk targets make a folder per input: on tmpfs when there is one.
 FUZZ_TMPDIR ?= $(if $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo y),/dev/shm,/tmp)
 FUZZ_SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all

@@ -203,9 +203,14 @@ static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
     }
 }
 
-/* Runs the hook on the taken events (no lock held; touches nothing of the core). */
+/* Runs the hook on the taken events (no lock held; touches nothing of the core). The calling
+ * thread's last error is kept: a library call in the hook that fails does not replace it. */
 static void deliver(const event_batch *b) {
+    if (b->n == 0) return;
+    yyc_error saved;
+    yyc_last_error(&saved);
     for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);
+    yyc__error_restore(&saved);
 }
 
 /* Releases the core's lock, then hands the queued events to the hook. */
@@ -864,6 +869,14 @@ void yyc__diskcache_set_test_hook(void (*fn)(void *ctx, const char *path, bool c
     registry.test_hook = fn;
     registry.test_hook_ctx = ctx;
     unlock(&registry.lock);
+}
+
+/* Sets the busy timeout of the cache's storage (SQLite and the folder lock), in milliseconds. */
+void yyc__diskcache_set_busy_timeout(yyc_diskcache *dc, int ms);
+void yyc__diskcache_set_busy_timeout(yyc_diskcache *dc, int ms) {
+    lock(&dc->lock);
+    if (dc->kv) yyc__kv_set_busy_timeout(dc->kv, ms);
+    unlock(&dc->lock);
 }
 
 /* How many opens wait for the core registered for canonical_path; -1 when there is none. */

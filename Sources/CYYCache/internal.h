@@ -23,6 +23,10 @@
 int yyc__error(int code, int sqlite_code, int sys_errno, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Puts back a yyc_error saved with yyc_last_error as the calling thread's last error: around
+ * an error hook, whose own failing library calls must not replace the error being returned. */
+void yyc__error_restore(const yyc_error *saved);
+
 /* Maps an errno from a failed system call to a status (ENOSPC/EFBIG/EDQUOT -> YYC_ENOSPC,
  * EACCES/EPERM/EROFS -> YYC_EPERM, ENOMEM -> YYC_ENOMEM, ENOENT -> YYC_NOTFOUND,
  * ENAMETOOLONG/EINVAL -> YYC_EINVAL, anything else -> YYC_EIO). */

@@ -38,7 +38,8 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
  * single transaction). */
 #define YYC__KV_WAL_LIMIT_BYTES 1048576
 
-/* A passive WAL checkpoint (errors ignored). */
+/* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
+ * errors ignored). */
 void yyc__kv_checkpoint(yyc_kv *kv);
 
 /* The size in bytes of manifest.sqlite-wal now (0 when there is none). Touches only the folder's
@@ -59,6 +60,10 @@ bool yyc__kv_is_open(const yyc_kv *kv);
 /* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
+#ifdef YYC_TESTING
+/* Testing: the next folder lock fails with errno err (as flock would), once. */
+void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err);
+#endif
 /* Testing: closes the manifest connection as a failed reopen would leave it (the next call
  * reopens lazily). */
 void yyc__kv_close_connection(yyc_kv *kv);

@@ -44,7 +44,17 @@
  *   - the access time is not rewritten when it already holds the current second;
  *   - a save learns the file name of the row it replaces from SQLite's preupdate hook during its
  *     upsert (where the linked SQLite has the hook, as Debian's does), not from a lookup first;
- *     so does the remove of one key (yyc_kv_remove, LRU trims) during its delete.
+ *   - every removal and trim lists its rows and deletes exactly those by rowid, then their files,
+ *     in one write transaction under the folder lock (delete_rows): a row another process
+ *     refreshed meanwhile is never deleted without its file or kept without it, and rows whose
+ *     key is NULL or a BLOB go like any other (YYKVStorage deleted by key, in two statements);
+ *   - removals work on a full disk (WAL checkpoint, a space reserve file, files before rows as
+ *     the last resort: see delete_rows), and trims end with a TRUNCATE checkpoint;
+ *   - the total size counts only sizes that are positive integers and saturates (yyc_cost_total);
+ *   - the folder lock waits at most the busy timeout (YYC_EBUSY), and its errors are reported;
+ *   - a foreign schema (a view or index named manifest, a table without the columns) is rebuilt
+ *     like a corrupt manifest;
+ *   - items place the value and the extended data at max_align_t-aligned offsets.
  */
 /* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
  * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
@@ -64,6 +74,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <md5.h>
+#include <stddef.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,7 +109,7 @@
 #define COLS_FULL "key, filename, size, inline_data, modification_time, last_access_time, extended_data"
 #define COLS_INFO "key, filename, size, NULL, modification_time, last_access_time, extended_data"
 
-#define SQL_SCHEMA_CHECK "select " COLS_FULL " from manifest limit 0;"
+#define SQL_SCHEMA_CHECK "select rowid, " COLS_FULL " from manifest limit 0;"
 
 /* Beyond YYKVStorage: a CRC-32C of each value, in a column YYKVStorage neither reads nor writes
  * (its statements name their columns, so its saves leave it NULL: such rows are not checked).
@@ -121,8 +132,16 @@
     "values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);"
 #define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
 #define SQL_DELETE "delete from manifest where key = ?1;"
-#define SQL_DELETE_LARGER "delete from manifest where size > ?1;"
-#define SQL_DELETE_EARLIER "delete from manifest where last_access_time < ?1;"
+/* Deletions: candidate rows are listed (rowid, filename, size) and deleted by rowid, in one
+ * write transaction under the folder lock (delete_rows), whatever their key holds (NULL, a
+ * BLOB...). */
+#define ROWS_HEAD "select rowid, filename, size from manifest "
+#define SQL_ROWS_KEY ROWS_HEAD "where key = ?1;"
+#define SQL_ROWS_KEYS_IN ROWS_HEAD "where key in ("
+#define SQL_ROWS_LARGER ROWS_HEAD "where size > ?1;"
+#define SQL_ROWS_EARLIER ROWS_HEAD "where last_access_time < ?1;"
+#define SQL_ROWS_LRU ROWS_HEAD "order by last_access_time asc, rowid asc;"
+#define SQL_DELETE_ROWID "delete from manifest where rowid = ?1;"
 /* Item rows: COLS_FULL / COLS_INFO, then the value's and the extended data's checksums (NULL
  * without the columns; an info row never checks the value, which it does not read). */
 #define CRCS_FULL CRC_COLUMN ", " EXT_CRC_COLUMN
@@ -142,14 +161,11 @@
     "select filename, size, inline_data, last_access_time, " CRC_COLUMN                      \
     " from manifest where key = ?1;"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
-#define SQL_FILES_LARGER "select filename from manifest where size > ?1 and filename is not null;"
-#define SQL_FILES_EARLIER                                                                     \
-    "select filename from manifest where last_access_time < ?1 and filename is not null;"
-#define SQL_LRU                                                                               \
-    "select key, filename, size from manifest order by last_access_time asc, rowid asc "      \
-    "limit ?1;"
 #define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
-#define SQL_SUM "select sum(size) from manifest;"
+/* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
+ * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
+ * instead of failing on overflow as sum() does. */
+#define SQL_SUM "select yyc_cost_total(size) from manifest;"
 #define SQL_COUNT "select count(*) from manifest;"
 
 /* --- the object --- */
@@ -193,6 +209,11 @@ struct yyc_kv {
     char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
     int lock_depth;       /* folder_lock nesting */
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
+    bool quiet_full;      /* a deletion that will be retried: its ENOSPC is not reported */
+    bool reserve_gone;    /* the space reserve was released (or never made): remake it */
+#ifdef YYC_TESTING
+    int fail_flock; /* testing: the next folder lock fails with this errno (0: none) */
+#endif
     /* Reporting. */
     yyc_error_hook hook;
     void *hook_ctx;
@@ -202,7 +223,7 @@ struct yyc_kv {
     yyc_error pending_event;
 };
 
-/* One row of an LRU batch. */
+/* A row get_many found damaged or without its file (read again under the lock). */
 typedef struct lru_row {
     char *key;
     char *filename; /* NULL when inline (or the name is unusable) */
@@ -222,10 +243,13 @@ static int rebuild_in_place(yyc_kv *kv);
 static int compact(yyc_kv *kv);
 static void schedule_trash_empty(yyc_kv *kv, bool sweep_data);
 static int open_data_dir(yyc_kv *kv);
-static void folder_lock(yyc_kv *kv);
+static int flock_bounded(int fd, int timeout_ms);
+static void reserve_make(yyc_kv *kv);
+static void checkpoint_truncate(yyc_kv *kv);
+static int folder_lock(yyc_kv *kv) __attribute__((warn_unused_result));
 static void folder_unlock(yyc_kv *kv);
 static int prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
-static int delete_row(yyc_kv *kv, const char *key, bool learn_old_row);
+static int delete_row(yyc_kv *kv, const char *key);
 static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what);
 typedef struct file_ref file_ref;
 static void file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r);
@@ -246,12 +270,18 @@ static int report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_er
     va_end(ap);
     if (record) yyc__error(code, sqlite_code, sys_errno, "%s", e.message);
     if ((kv->probing || kv->quiet_corrupt) && code == YYC_ECORRUPT) return code;
+    if (kv->quiet_full && code == YYC_ENOSPC) return code;
     if (kv->logs) {
         fprintf(stderr, "yycache: kv storage: %s (%s, sqlite %d, errno %d)\n", e.message,
                 yyc_status_name(code), sqlite_code, sys_errno);
     }
     if (kv->hook) {
+        /* A library call in the hook that fails must not replace the error this call is
+         * about to return. */
+        yyc_error saved;
+        yyc_last_error(&saved);
         kv->hook(kv->hook_ctx, &e);
+        yyc__error_restore(&saved);
     } else if (code == YYC_ECORRUPT) {
         kv->pending_event = e; /* delivered when a hook is set */
         kv->has_pending_event = true;
@@ -378,6 +408,82 @@ static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
     return *key_col >= 0 && *name_col >= 0;
 }
 
+/* The aggregate yyc_cost_total(size): see SQL_SUM. */
+static void cost_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    int64_t *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
+    if (!sum) {
+        sqlite3_result_error_nomem(ctx);
+        return;
+    }
+    if (sqlite3_value_type(argv[0]) != SQLITE_INTEGER) return;
+    int64_t v = sqlite3_value_int64(argv[0]);
+    if (v > 0) *sum = *sum > INT64_MAX - v ? INT64_MAX : *sum + v;
+}
+
+static void cost_total_final(sqlite3_context *ctx) {
+    int64_t *sum = sqlite3_aggregate_context(ctx, 0);
+    sqlite3_result_int64(ctx, sum ? *sum : 0);
+}
+
+/* Runs a query of the schema that returns at most one row: SQLITE_ROW (a row), SQLITE_DONE
+ * (none), or the error of the look-up. */
+static int schema_query(sqlite3 *db, const char *sql, sqlite3_stmt **out) {
+    int rc = sqlite3_prepare_v2(db, sql, -1, out, NULL);
+    if (rc != SQLITE_OK) return rc;
+    return sqlite3_step(*out);
+}
+
+/* Decides whether the manifest's schema is not YYKVStorage's (init_rc: the result of SQL_INIT):
+ * *foreign, with what naming the offending object. Returns SQLITE_OK when decided, else the
+ * SQLite error that kept it from looking (busy, out of memory, I/O: no verdict - a transient
+ * failure must never get a healthy manifest rebuilt). */
+static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *what,
+                                size_t size) {
+    char init_error[120] = "";
+    if (init_rc == SQLITE_ERROR) snprintf(init_error, sizeof init_error, "%s", sqlite3_errmsg(db));
+    *foreign = false;
+    sqlite3_stmt *s = NULL;
+    int rc = schema_query(db,
+                          "select type, name from sqlite_master where name = 'manifest' "
+                          "collate nocase and type <> 'table' limit 1;",
+                          &s);
+    if (rc == SQLITE_ROW) {
+        snprintf(what, size, "the %s named %s", (const char *)sqlite3_column_text(s, 0),
+                 (const char *)sqlite3_column_text(s, 1));
+        *foreign = true;
+    }
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return rc;
+    if (*foreign) return SQLITE_OK;
+    s = NULL;
+    rc = sqlite3_prepare_v2(db, SQL_SCHEMA_CHECK, -1, &s, NULL);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ERROR) { /* (no such table or column) */
+        snprintf(what, size, "table manifest lacks YYKVStorage's columns");
+        *foreign = true;
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_OK) return rc;
+    s = NULL;
+    rc = schema_query(db,
+                      "select 1 from pragma_table_info('manifest') where name in "
+                      "('rowid', '_rowid_', 'oid') collate nocase;",
+                      &s);
+    sqlite3_finalize(s);
+    if (rc == SQLITE_ROW) {
+        snprintf(what, size, "table manifest has a column named rowid");
+        *foreign = true;
+        return SQLITE_OK;
+    }
+    if (rc != SQLITE_DONE) return rc;
+    if (init_rc == SQLITE_ERROR) {
+        snprintf(what, size, "%s", init_error);
+        *foreign = true;
+    }
+    return SQLITE_OK;
+}
+
 /* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
  * means the file is not a usable manifest (the caller rebuilds). */
 static int db_open_once(yyc_kv *kv) {
@@ -427,6 +533,13 @@ static int db_open_once(yyc_kv *kv) {
     }
     sqlite3_extended_result_codes(db, 1);
     sqlite3_busy_timeout(db, kv->busy_timeout_ms);
+    rc = sqlite3_create_function_v2(db, "yyc_cost_total", 1,
+                                    SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, NULL,
+                                    NULL, cost_total_step, cost_total_final, NULL);
+    if (rc != SQLITE_OK) {
+        sqlite3_close(db);
+        return report(kv, true, YYC_ENOMEM, rc, 0, "register the cost sum");
+    }
     /* Switching a new database to WAL (or creating the table) while another process does the
      * same can fail with SQLITE_BUSY at once: SQLite skips the busy handler where waiting could
      * deadlock. The script is idempotent, so retry it until the busy timeout has passed. */
@@ -438,14 +551,23 @@ static int db_open_once(yyc_kv *kv) {
         usleep(1000u + (attempt < 6 ? 1000u << attempt : 50000u)); /* 2 ms .. 51 ms */
     }
     if (rc == SQLITE_OK || rc == SQLITE_ERROR) {
-        /* A table named manifest without YYKVStorage's columns (the index cannot be created,
-         * or a column is missing) is as unusable as garbage. */
-        sqlite3_stmt *s = NULL;
-        int src = sqlite3_prepare_v2(db, SQL_SCHEMA_CHECK, -1, &s, NULL);
-        sqlite3_finalize(s);
-        if (src == SQLITE_ERROR) {
+        /* A foreign schema - a view, index or trigger named manifest, a table named manifest
+         * without YYKVStorage's columns or with a column named rowid, or anything else that
+         * makes the (valid, idempotent) script fail with SQLITE_ERROR - is as unusable as
+         * garbage: reported as corrupt, so that the caller rebuilds it. */
+        char what[160];
+        bool foreign;
+        int crc = check_foreign_schema(db, rc, &foreign, what, sizeof what);
+        if (crc != SQLITE_OK) {
+            int sys = sqlite3_system_errno(db);
             sqlite3_close(db);
-            return report(kv, true, YYC_ECORRUPT, src, 0, "manifest has a foreign schema");
+            return report(kv, true, status_from_sqlite(kv, crc, sys), crc, sys,
+                          "check the manifest's schema: %s", sqlite3_errstr(crc));
+        }
+        if (foreign) {
+            sqlite3_close(db);
+            return report(kv, true, YYC_ECORRUPT, SQLITE_ERROR, 0,
+                          "manifest has a foreign schema: %s", what);
         }
     }
     if (rc != SQLITE_OK) {
@@ -458,6 +580,10 @@ static int db_open_once(yyc_kv *kv) {
     /* Cap the WAL: after each checkpoint that lets it restart, SQLite truncates it to this
      * instead of keeping its high-water mark (per connection, not stored in the file). */
     sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
+    /* Deleted rows are zeroed where that costs no extra page writes (SQLite may be built with
+     * SECURE_DELETE, which also rewrites every freed page): a delete then needs only a few WAL
+     * frames, which matters most on a full disk (see delete_rows). */
+    sqlite3_exec(db, "pragma secure_delete = fast;", NULL, NULL, NULL);
     kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
                   ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD);
     kv->use_old_row_hook = !kv->no_old_row_hook && old_row_hook_available() &&
@@ -481,7 +607,7 @@ static int db_open_or_rebuild(yyc_kv *kv) {
     if (rc == YYC_OK) rc = db_open_once(kv);
     if (rc != YYC_OK) return rc;
     report(kv, true, YYC_ECORRUPT, first.sqlite_code, first.sys_errno,
-           "manifest was corrupt: rebuilt empty in place");
+           "manifest was corrupt (%s): rebuilt empty in place", first.message);
     return YYC_OK;
 }
 
@@ -631,8 +757,7 @@ static void remove_orphans(int root_fd, int data_fd, const char *db_path) {
         /* The final check and the unlink under the folder lock (our own open file description
          * of the folder, so it excludes this process's storage too): no save can rename a new
          * file into place under this name in between. */
-        while (root_fd >= 0 && flock(root_fd, LOCK_EX) != 0 && errno == EINTR) {
-        }
+        if (root_fd >= 0 && flock_bounded(root_fd, 1000) != 0) break; /* (busy: next open) */
         struct stat now;
         sqlite3_bind_text(one, 1, name, -1, SQLITE_STATIC);
         rc = sqlite3_step(one);
@@ -726,7 +851,7 @@ static int data_dir(yyc_kv *kv) {
  * (taken here; it nests), so that data/ is never replaced while a save holding the lock moves
  * its file in (save_locked relies on it). */
 static void move_data_to_trash(yyc_kv *kv, bool delete_now) {
-    folder_lock(kv);
+    if (folder_lock(kv) != YYC_OK) return; /* (reported): data/ stays */
     int tfd = -1;
     bool moved = false;
     if (yyc__fs_open_subdir(kv->root_fd, TRASH_DIR, &tfd) == 0) {
@@ -750,7 +875,8 @@ static void move_data_to_trash(yyc_kv *kv, bool delete_now) {
  * and data/ are then left as they were). */
 static int rebuild_in_place(yyc_kv *kv) {
     db_close(kv);
-    folder_lock(kv);
+    int lrc = folder_lock(kv);
+    if (lrc != YYC_OK) return lrc; /* (reported; nothing changed) */
     sqlite3 *db = NULL;
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
 #ifdef SQLITE_OPEN_NOFOLLOW
@@ -846,6 +972,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     }
     rc = db_open_or_rebuild(kv);
     if (rc != YYC_OK) goto fail;
+    reserve_make(kv); /* (best effort) */
     schedule_trash_empty(kv, true); /* finish a deletion interrupted last time */
     *out = kv;
     return YYC_OK;
@@ -909,6 +1036,10 @@ void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_second
 
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n) { kv->fail_opens = n; }
 
+#ifdef YYC_TESTING
+void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err) { kv->fail_flock = err; }
+#endif
+
 void yyc__kv_close_connection(yyc_kv *kv) { db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
@@ -918,9 +1049,7 @@ bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     return kv->use_old_row_hook;
 }
 
-void yyc__kv_checkpoint(yyc_kv *kv) {
-    if (kv->db) sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-}
+void yyc__kv_checkpoint(yyc_kv *kv) { checkpoint_truncate(kv); }
 
 int yyc__kv_wal_size(yyc_kv *kv, int64_t *out) {
     if (YYC__MISUSE(kv == NULL || out == NULL))
@@ -937,8 +1066,9 @@ int yyc__kv_wal_size(yyc_kv *kv, int64_t *out) {
 
 int yyc__kv_vacuum(yyc_kv *kv) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
-    folder_lock(kv);
-    int rc = db_check(kv);
+    int rc = folder_lock(kv);
+    if (rc != YYC_OK) return rc;
+    rc = db_check(kv);
     if (rc == YYC_OK) rc = compact(kv);
     folder_unlock(kv);
     return rc;
@@ -1026,28 +1156,61 @@ static void file_ref_forget(file_ref *r) {
  * serialises calls; the lock is held for file renames and unlinks, not for a value's write
  * (temporary files are written before it is taken) - except in the rare save whose temporary
  * file another process's remove-all trashed in between: that one is written again under the
- * lock (save_locked). data/ itself is only ever replaced under the lock. Nests. */
-static void folder_lock(yyc_kv *kv) {
-    if (kv->lock_depth++ > 0) return;
-    while (flock(kv->root_fd, LOCK_EX) != 0 && errno == EINTR) {
+ * lock (save_locked). data/ itself is only ever replaced under the lock. Nests. Waits at most the
+ * busy timeout for another process, then fails with YYC_EBUSY; any other failure is reported
+ * too: nothing proceeds unlocked. */
+/* Takes an exclusive flock on fd, waiting at most timeout_ms for another holder: flock has no
+ * timed wait, so it polls (LOCK_NB) with sleeps growing from 50 us to 5 ms. Returns 0,
+ * EWOULDBLOCK when another open file description still holds it at the deadline, or the errno
+ * of a failure (EINTR is retried). */
+static int flock_bounded(int fd, int timeout_ms) {
+    double deadline = yyc__monotonic_now() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
+    for (unsigned attempt = 0;; attempt++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return 0;
+        int err = errno;
+        if (err == EINTR) continue;
+        if (err != EWOULDBLOCK) return err;
+        if (yyc__monotonic_now() >= deadline) return EWOULDBLOCK;
+        usleep(attempt < 7 ? 50u << attempt : 5000u);
     }
+}
+
+static int folder_lock(yyc_kv *kv) {
+    if (kv->lock_depth > 0) {
+        kv->lock_depth++;
+        return YYC_OK;
+    }
+    int err = flock_bounded(kv->root_fd, kv->busy_timeout_ms);
+#ifdef YYC_TESTING
+    if (!err && kv->fail_flock) {
+        flock(kv->root_fd, LOCK_UN);
+        err = kv->fail_flock;
+        kv->fail_flock = 0;
+    }
+#endif
+    if (err == EWOULDBLOCK)
+        return report(kv, true, YYC_EBUSY, 0, err,
+                      "folder lock held by another process beyond the busy timeout");
+    if (err) return errno_fail(kv, err, "lock folder");
+    kv->lock_depth = 1;
     kv->data_checked = false; /* another process may have replaced data/ before we got it */
+    return YYC_OK;
 }
 
 static void folder_unlock(yyc_kv *kv) {
+    assert(kv->lock_depth > 0);
     if (--kv->lock_depth > 0) return;
     kv->data_checked = false;
-    flock(kv->root_fd, LOCK_UN);
+    flock(kv->root_fd, LOCK_UN); /* (cannot fail on our own open descriptor) */
 }
 
-/* Deletes key's row; with learn_old_row, through step_learning_old_row (kv->old_filename). */
-static int delete_row(yyc_kv *kv, const char *key, bool learn_old_row) {
+/* Deletes key's row. */
+static int delete_row(yyc_kv *kv, const char *key) {
     sqlite3_stmt *s;
     int rc = prepare(kv, SQL_DELETE, &s);
     if (rc != YYC_OK) return rc;
     bind_key(s, 1, key);
-    return learn_old_row ? step_learning_old_row(kv, s, key, "delete row")
-                         : step_done(kv, s, "delete row");
+    return step_done(kv, s, "delete row");
 }
 
 /* Drops the row of a value that is gone or damaged, then its file (if any, and unchanged).
@@ -1055,7 +1218,7 @@ static int delete_row(yyc_kv *kv, const char *key, bool learn_old_row) {
 static int delete_row_and_file(yyc_kv *kv, const char *key, const char *filename) {
     file_ref f;
     file_ref_capture(kv, filename, &f);
-    int rc = delete_row(kv, key, false);
+    int rc = delete_row(kv, key);
     if (rc == YYC_OK) file_ref_delete(kv, &f);
     else file_ref_forget(&f);
     return rc == YYC_OK ? YYC_NOTFOUND : rc;
@@ -1141,6 +1304,12 @@ static size_t add_sizes(size_t a, size_t b, bool *overflow) {
     return a + b;
 }
 
+/* n rounded up to a multiple of _Alignof(max_align_t). */
+static size_t align_item(size_t n, bool *overflow) {
+    const size_t a = _Alignof(max_align_t);
+    return add_sizes(n, a - 1, overflow) & ~(a - 1);
+}
+
 /* Builds an item from a row with the COLS_FULL / COLS_INFO columns and the two checksums (8th
  * and 9th columns, NULL when not checked). With want_value, a file-backed row's file is read
  * into the item. Returns YYC_OK, YYC_NOTFOUND (the value is gone or the value or extended data
@@ -1182,29 +1351,30 @@ static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item
             value_len = inline_value ? (size_t)sqlite3_column_bytes(s, 3) : 0;
         }
     }
+    /* One block: the item, then the value and the extended data at max_align_t boundaries
+     * (callers may read them as any type), then the key and the file name. */
     bool overflow = false;
-    size_t total = sizeof(yyc_kv_item);
-    total = add_sizes(total, key_len + 1, &overflow);
-    total = add_sizes(total, from_file ? name_len + 1 : 0, &overflow);
-    total = add_sizes(total, value_len, &overflow);
-    total = add_sizes(total, ext_len, &overflow);
+    size_t value_at = align_item(sizeof(yyc_kv_item), &overflow);
+    size_t ext_at = align_item(add_sizes(value_at, value_len, &overflow), &overflow);
+    size_t key_at = add_sizes(ext_at, ext_len, &overflow);
+    size_t name_at = add_sizes(key_at, key_len + 1, &overflow);
+    size_t total = add_sizes(name_at, from_file ? name_len + 1 : 0, &overflow);
     yyc_kv_item *item = overflow ? NULL : malloc(total);
     if (!item) {
         if (fd >= 0) close(fd);
         return report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate item");
     }
-    char *p = (char *)(item + 1);
+    char *base = (char *)item;
     *item = (yyc_kv_item){.size = size, .modification_time = mtime, .last_access_time = atime};
-    item->key = p;
-    if (key_len) memcpy(p, key, key_len);
-    p[key_len] = '\0';
-    p += key_len + 1;
+    item->key = base + key_at;
+    if (key_len) memcpy(item->key, key, key_len);
+    item->key[key_len] = '\0';
     if (from_file) {
-        item->filename = p;
-        memcpy(p, raw_name, name_len + 1);
-        p += name_len + 1;
+        item->filename = base + name_at;
+        memcpy(item->filename, raw_name, name_len + 1);
     }
     if (want_value) {
+        char *p = base + value_at;
         item->value = value_len ? p : NULL;
         item->value_len = value_len;
         if (fd >= 0) {
@@ -1223,12 +1393,11 @@ static int row_to_item(yyc_kv *kv, sqlite3_stmt *s, bool want_value, yyc_kv_item
             report(kv, false, YYC_ECORRUPT, 0, 0, "value does not match its checksum");
             return YYC_NOTFOUND;
         }
-        p += value_len;
     }
     if (ext_len) {
-        item->extended_data = p;
+        item->extended_data = base + ext_at;
         item->extended_len = ext_len;
-        memcpy(p, ext, ext_len);
+        memcpy(item->extended_data, ext, ext_len);
     }
     *out = item;
     return YYC_OK;
@@ -1244,10 +1413,9 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
-/* SQLite's preupdate hook while an upsert or a delete of one key steps: INSERT OR REPLACE
- * deletes the key's previous row (if any) before inserting the new one, a remove deletes it, and
- * this records that row's file name, so the save or the remove knows which file it leaves behind
- * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
+/* SQLite's preupdate hook while an upsert of one key steps: INSERT OR REPLACE deletes the key's
+ * previous row (if any) before inserting the new one, and this records that row's file name, so
+ * the save knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
  * sqlite3_value_*. */
 static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
@@ -1493,10 +1661,14 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
             return errno_fail(kv, err, "write data file");
         }
     }
-    folder_lock(kv);
-    rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp, extended,
-                     extended_len, crc, ext_crc);
-    folder_unlock(kv);
+    rc = folder_lock(kv);
+    if (rc == YYC_OK) {
+        rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp,
+                         extended, extended_len, crc, ext_crc);
+        folder_unlock(kv);
+    } else if (*tmp) {
+        unlinkat(tdfd, tmp, 0); /* never renamed into place */
+    }
     if (tdfd >= 0 && tdfd != kv->data_fd) close(tdfd); /* data/ was reopened meanwhile */
     kv->save_dir_fd = -1;
     return rc;
@@ -1504,79 +1676,259 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
 
 /* --- remove --- */
 
-/* Removes key's row and then its file, reading the file name under the folder lock (the caller
- * holds it), so a value another process turned into a file meanwhile leaves no stray file. The
- * name comes from the delete itself (old_row_hook) or, without the hook, from a lookup first.
- * Under the lock no other process renames a file into place, so capturing the file after the
- * row delete (hook) finds the same file as capturing it before (lookup). */
-static int remove_key_locked(yyc_kv *kv, const char *key) {
-    if (kv->use_old_row_hook) {
-        int rc = delete_row(kv, key, true);
-        if (rc != YYC_OK) return rc; /* (the row is still there: so is its file) */
-        if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
-            report(kv, false, YYC_ENOMEM, 0, 0, "file of a removed key not known");
-        if (kv->old_filename[0]) {
-            file_ref f;
-            file_ref_capture(kv, kv->old_filename, &f);
-            file_ref_delete(kv, &f);
+/* Every deletion (of one key, a list of keys, the rows of a trim) is decided and applied in one
+ * locked step (delete_step_locked): under the folder lock and inside one write transaction,
+ * the candidate rows are listed (rowid, file name, size), exactly those rows are deleted by
+ * rowid and committed, and then exactly their files are deleted. Another process cannot change
+ * a chosen row in between (a refresh of its access time waits for the transaction and then
+ * finds no row; a save of its key waits for the folder lock), so no row ever survives naming a
+ * file that was deleted, and a row whose key is NULL or a BLOB is deleted like any other.
+ *
+ * A full disk: SQLite needs room in the WAL to record a delete, so a disk that the cache itself
+ * filled could otherwise not be freed through it. A step that fails with ENOSPC is retried
+ * (unreported) after each of these, in turn: a TRUNCATE checkpoint (gives back the WAL when
+ * its pages need no room in the database file); releasing the space reserve, a file of
+ * RESERVE_BYTES kept in the folder for this (RESERVE_NAME; YYKVStorage ignores it), which is
+ * made again after a later deletion once the disk has room for it twice over; deleting the
+ * chosen rows' files before their rows (the last resort: should the rows still not go, they
+ * name missing files, which read as misses); smaller transactions, down to one row. Only when
+ * all of that failed is ENOSPC returned - left only by a WAL full of inline values that needs
+ * more room to be checkpointed than the reserve gives (remove-all still works then). A
+ * deletion that needed the reserve or that removed rows of a trim ends with a TRUNCATE
+ * checkpoint. */
+
+#define RESERVE_NAME "space.reserve"
+#define RESERVE_BYTES (256 * 1024)
+
+/* Makes the space reserve if it is missing and the file system has room for it twice over
+ * (best effort: a full disk simply leaves it missing). Another process may do the same at
+ * the same time: O_EXCL lets one of them make it. */
+static void reserve_make(yyc_kv *kv) {
+    kv->reserve_gone = true;
+    struct statvfs sv;
+    if (fstatvfs(kv->root_fd, &sv) != 0 ||
+        (uint64_t)sv.f_bavail * sv.f_frsize < 2u * (uint64_t)RESERVE_BYTES)
+        return;
+    int fd = openat(kv->root_fd, RESERVE_NAME,
+                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        if (errno == EEXIST) kv->reserve_gone = false;
+        return;
+    }
+    int err = posix_fallocate(fd, 0, RESERVE_BYTES);
+    close(fd);
+    if (err) unlinkat(kv->root_fd, RESERVE_NAME, 0); /* no half reserve */
+    else kv->reserve_gone = false;
+}
+
+/* Releases the space reserve. Returns whether there was one (a regular file, never a link). */
+static bool reserve_release(yyc_kv *kv) {
+    struct stat st;
+    kv->reserve_gone = true;
+    if (fstatat(kv->root_fd, RESERVE_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    return unlinkat(kv->root_fd, RESERVE_NAME, 0) == 0 && st.st_blocks > 0;
+}
+
+/* A TRUNCATE checkpoint that waits for nobody: busy readers or writers of other processes
+ * leave it a passive one (best effort; errors ignored). */
+static void checkpoint_truncate(yyc_kv *kv) {
+    if (!kv->db) return;
+    sqlite3_busy_timeout(kv->db, 0);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
+}
+
+/* The cost of a row (its size column): the size when it is a positive integer, else 0. */
+static int64_t column_cost(sqlite3_stmt *s, int col) {
+    if (sqlite3_column_type(s, col) != SQLITE_INTEGER) return 0;
+    int64_t v = sqlite3_column_int64(s, col);
+    return v > 0 ? v : 0;
+}
+
+/* Lists candidate rows: prepares and binds the statement (rowid, filename, size, in the order
+ * they are to go). *adhoc: finalize it instead of giving it back. */
+typedef int (*select_rows_fn)(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc);
+
+enum fit { FIT_NONE, FIT_COUNT, FIT_SIZE };
+
+/* What one deletion removes and what it removed. */
+typedef struct deletion {
+    select_rows_fn select;
+    const void *arg;
+    size_t limit; /* most rows per transaction */
+    enum fit fit; /* FIT_*: stop once the total count / size is at most max */
+    int64_t max;
+    bool one_step;   /* stop after one step (a batch) even when candidates are left */
+    /* FIT_*: the total, summed by the first step inside its transaction and carried on by the
+     * later ones (summing again at every step would make a large trim quadratic); another
+     * process's changes meanwhile only move where the trim stops. */
+    bool have_total;
+    int64_t total;
+    int64_t removed; /* rows deleted so far */
+    bool more;       /* the last step stopped at its limit: candidates may be left */
+} deletion;
+
+/* A row chosen in a step. */
+typedef struct doomed_row {
+    int64_t rowid;
+    file_ref file;
+} doomed_row;
+
+static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out);
+static int prepare_in(yyc_kv *kv, const char *head, const char *tail, const char *const *keys,
+                      size_t n, int first, sqlite3_stmt **out, bool *adhoc);
+static void release_in(sqlite3_stmt *s, bool adhoc);
+
+static void rollback(yyc_kv *kv) {
+    if (kv->db && !sqlite3_get_autocommit(kv->db))
+        sqlite3_exec(kv->db, "rollback;", NULL, NULL, NULL);
+}
+
+/* Lists the candidates (up to limit, or until the totals fit) and deletes exactly those rows by
+ * rowid, in one write transaction; after the commit deletes their files (files_first: before
+ * deleting the rows, so that a full disk gets their space back even if the rows then cannot
+ * be deleted). Caller holds the folder lock. */
+static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_first) {
+    assert(kv->lock_depth > 0);
+    d->more = false;
+    int rc = db_check(kv);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_exec(kv->db, "begin immediate;", NULL, NULL, NULL);
+    if (src != SQLITE_OK) return sqlite_fail(kv, src, "begin deletion");
+    int64_t total = d->total;
+    bool saturated = false;
+    if (d->fit != FIT_NONE) {
+        /* (a saturated total may be smaller than the true one: summed again) */
+        if (!d->have_total || d->total == INT64_MAX)
+            rc = scalar_checked(kv, d->fit == FIT_SIZE ? SQL_SUM : SQL_COUNT, &total);
+        saturated = total == INT64_MAX;
+        if (rc != YYC_OK || total <= d->max) {
+            if (rc != YYC_OK) rollback(kv);
+            else sqlite3_exec(kv->db, "commit;", NULL, NULL, NULL); /* (nothing written) */
+            return rc;
         }
-        return YYC_OK;
     }
-    char *name = NULL;
-    int rc = lookup_filename(kv, key, &name);
+    sqlite3_stmt *s = NULL, *del = NULL;
+    bool adhoc = false;
+    doomed_row *rows = NULL;
+    size_t n = 0, cap = 0;
+    rc = d->select(kv, d->arg, &s, &adhoc);
+    src = SQLITE_DONE;
+    while (rc == YYC_OK && n < limit && (src = sqlite3_step(s)) == SQLITE_ROW) {
+        src = SQLITE_DONE;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 16;
+            doomed_row *p = realloc(rows, ncap * sizeof *p);
+            if (!p) {
+                src = SQLITE_NOMEM;
+                break;
+            }
+            rows = p;
+            cap = ncap;
+        }
+        rows[n].rowid = sqlite3_column_int64(s, 0);
+        /* (under the folder lock: nothing renames a file into place before it is deleted) */
+        file_ref_capture(kv, column_filename(s, 1), &rows[n].file);
+        n++;
+        if (d->fit != FIT_NONE) {
+            int64_t cost = d->fit == FIT_SIZE ? column_cost(s, 2) : 1;
+            total -= cost; /* (no overflow: total >= 0 before, cost >= 0) */
+            if (total <= d->max) break;
+        }
+    }
+    /* Candidates may be left: the step stopped at its limit, or its total was saturated (the
+     * true one may be larger: the next step sums again). */
+    bool at_limit = n > 0 && (n == limit || saturated) && (d->fit == FIT_NONE || total > d->max ||
+                                                           saturated);
+    if (rc == YYC_OK && src != SQLITE_DONE) rc = sqlite_fail(kv, src, "list rows to delete");
+    if (s) release_in(s, adhoc);
+    if (rc == YYC_OK && files_first) /* the last resort on a full disk (see delete_rows) */
+        for (size_t i = 0; i < n; i++) file_ref_delete(kv, &rows[i].file);
+    if (rc == YYC_OK && n > 0) rc = prepare_checked(kv, SQL_DELETE_ROWID, &del);
+    for (size_t i = 0; rc == YYC_OK && i < n; i++) {
+        sqlite3_bind_int64(del, 1, rows[i].rowid);
+        src = sqlite3_step(del);
+        sqlite3_reset(del);
+        if (src != SQLITE_DONE) rc = sqlite_fail(kv, src, "delete rows");
+    }
+    if (del) yyc__stmt_done(del);
     if (rc == YYC_OK) {
-        /* The row goes first, then its file: a crash in between leaves an unreferenced file,
-         * never a row naming a missing file (YYKVStorage deleted in the other order). */
-        file_ref f;
-        file_ref_capture(kv, name, &f);
-        rc = delete_row(kv, key, false);
-        if (rc == YYC_OK) file_ref_delete(kv, &f);
-        else file_ref_forget(&f);
+        src = sqlite3_exec(kv->db, "commit;", NULL, NULL, NULL);
+        if (src != SQLITE_OK) rc = sqlite_fail(kv, src, "commit deletion");
     }
-    free(name);
+    if (rc != YYC_OK) rollback(kv);
+    for (size_t i = 0; i < n; i++) { /* rows first, then files */
+        if (rc == YYC_OK) file_ref_delete(kv, &rows[i].file);
+        else file_ref_forget(&rows[i].file);
+    }
+    free(rows);
+    if (rc == YYC_OK) {
+        d->removed += (int64_t)n;
+        d->more = at_limit;
+        d->total = saturated ? INT64_MAX : total;
+        d->have_total = true;
+    }
     return rc;
 }
 
+/* Runs steps under the folder lock until no candidate is left (or the totals fit), retrying a
+ * step that found the disk full as described above. Returns YYC_OK or the error of the step
+ * that failed (earlier steps stay done). */
+static int delete_rows(yyc_kv *kv, deletion *d) {
+    size_t limit = d->limit;
+    bool released = false, files_first = false;
+    int rc = YYC_OK;
+    for (int tries = 0;;) {
+        rc = folder_lock(kv);
+        if (rc != YYC_OK) return rc;
+        kv->quiet_full = true;
+        rc = delete_step_locked(kv, d, limit, files_first);
+        kv->quiet_full = false;
+        bool retry = false;
+        if (rc == YYC_ENOSPC) {
+            if (tries == 0) {
+                retry = true; /* after a checkpoint */
+            } else if (!released && reserve_release(kv)) {
+                retry = released = true;
+            } else if (!files_first) {
+                retry = files_first = true;
+            } else if (limit > 1) {
+                limit /= 2;
+                retry = true;
+            }
+            tries++;
+            checkpoint_truncate(kv);
+        }
+        folder_unlock(kv);
+        if (rc == YYC_OK && d->more && !d->one_step) continue;
+        if (!retry) break;
+    }
+    if (rc == YYC_ENOSPC) { /* the last try's error, reported now */
+        yyc_error e;
+        yyc_last_error(&e);
+        report(kv, false, e.code, e.sqlite_code, e.sys_errno, "%s", e.message);
+    }
+    if (released || kv->reserve_gone) {
+        if (released) checkpoint_truncate(kv);
+        reserve_make(kv);
+    }
+    return rc;
+}
+
+static int select_key(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    *adhoc = false;
+    int rc = prepare_checked(kv, SQL_ROWS_KEY, s);
+    if (rc == YYC_OK) bind_key(*s, 1, arg);
+    return rc;
+}
+
+/* Removes key's row and then its file (delete_rows). */
 int yyc_kv_remove(yyc_kv *kv, const char *key) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (key_is_empty(key)) return YYC_OK;
-    folder_lock(kv);
-    int rc = remove_key_locked(kv, key);
-    folder_unlock(kv);
-    return rc;
-}
-
-/* File names collected from a query, deleted once their rows are gone. */
-typedef struct name_list {
-    file_ref *files;
-    size_t count, cap;
-    bool oom;
-} name_list;
-
-static void names_push(yyc_kv *kv, name_list *l, const char *name) {
-    if (!name) return;
-    if (l->count == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        file_ref *p = realloc(l->files, cap * sizeof *p);
-        if (!p) {
-            l->oom = true;
-            return;
-        }
-        l->files = p;
-        l->cap = cap;
-    }
-    file_ref_capture(kv, name, &l->files[l->count]);
-    if (l->files[l->count].name) l->count++;
-}
-
-/* Deletes the listed files when delete_them, and frees the list. */
-static void names_finish(yyc_kv *kv, name_list *l, bool delete_them) {
-    for (size_t i = 0; i < l->count; i++) {
-        if (delete_them) file_ref_delete(kv, &l->files[i]);
-        else file_ref_forget(&l->files[i]);
-    }
-    free(l->files);
-    *l = (name_list){0};
+    deletion d = {.select = select_key, .arg = key, .limit = SIZE_MAX};
+    return delete_rows(kv, &d);
 }
 
 /* "<head>?,?,...,?<tail>" with n placeholders, or NULL. */
@@ -1632,36 +1984,15 @@ static void release_in(sqlite3_stmt *s, bool adhoc) {
     else yyc__stmt_done(s);
 }
 
-static int remove_chunk_locked(yyc_kv *kv, const char *const *keys, size_t n) {
-    sqlite3_stmt *s;
-    bool adhoc;
-    int rc = prepare_in(kv, "select filename from manifest where key in (", ") and filename is not null;",
-                        keys, n, 1, &s, &adhoc);
-    if (rc != YYC_OK) return rc;
-    name_list files = {0};
-    int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(kv, &files, column_filename(s, 0));
-    release_in(s, adhoc);
-    if (src != SQLITE_DONE || files.oom) {
-        names_finish(kv, &files, false);
-        return src != SQLITE_DONE ? sqlite_fail(kv, src, "list files")
-                                  : report(kv, true, YYC_ENOMEM, 0, ENOMEM, "list files");
-    }
-    rc = prepare_in(kv, "delete from manifest where key in (", ");", keys, n, 1, &s, &adhoc);
-    if (rc == YYC_OK) {
-        src = sqlite3_step(s);
-        release_in(s, adhoc);
-        if (src != SQLITE_DONE) rc = sqlite_fail(kv, src, "delete rows");
-    }
-    names_finish(kv, &files, rc == YYC_OK); /* rows first, then files */
-    return rc;
-}
+/* The keys of one chunk of yyc_kv_remove_keys. */
+typedef struct key_chunk {
+    const char *const *keys;
+    size_t n;
+} key_chunk;
 
-static int remove_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
-    folder_lock(kv);
-    int rc = remove_chunk_locked(kv, keys, n);
-    folder_unlock(kv);
-    return rc;
+static int select_keys(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    const key_chunk *c = arg;
+    return prepare_in(kv, SQL_ROWS_KEYS_IN, ");", c->keys, c->n, 1, s, adhoc);
 }
 
 int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
@@ -1669,44 +2000,37 @@ int yyc_kv_remove_keys(yyc_kv *kv, const char *const *keys, size_t n) {
     if (n == 0) return YYC_OK;
     if (!keys) return report(kv, true, YYC_EINVAL, 0, 0, "NULL key list");
     for (size_t i = 0; i < n; i += YYC__KV_IN_CHUNK) {
-        size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
-        int rc = remove_chunk(kv, keys + i, m);
+        key_chunk c = {keys + i, n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK};
+        deletion d = {.select = select_keys, .arg = &c, .limit = SIZE_MAX};
+        int rc = delete_rows(kv, &d);
         if (rc != YYC_OK) return rc;
     }
     return YYC_OK;
 }
 
-/* Deletes the files selected by files_sql, then the rows selected by rows_sql (both with the
- * one int64 parameter), then checkpoints. */
-static int remove_where_locked(yyc_kv *kv, const char *files_sql, const char *rows_sql,
-                               int64_t arg) {
-    sqlite3_stmt *s;
-    int rc = prepare(kv, files_sql, &s);
-    if (rc != YYC_OK) return rc;
-    sqlite3_bind_int64(s, 1, arg);
-    name_list files = {0};
-    int src;
-    while ((src = sqlite3_step(s)) == SQLITE_ROW) names_push(kv, &files, column_filename(s, 0));
-    yyc__stmt_done(s);
-    if (src != SQLITE_DONE || files.oom) {
-        names_finish(kv, &files, false);
-        return src != SQLITE_DONE ? sqlite_fail(kv, src, "list files")
-                                  : report(kv, true, YYC_ENOMEM, 0, ENOMEM, "list files");
-    }
-    rc = prepare(kv, rows_sql, &s);
-    if (rc == YYC_OK) {
-        sqlite3_bind_int64(s, 1, arg);
-        rc = step_done(kv, s, "delete rows");
-    }
-    names_finish(kv, &files, rc == YYC_OK); /* rows first, then files */
-    if (rc == YYC_OK) yyc__kv_checkpoint(kv);
+/* A statement of one int64 parameter (arg: the SQL; the value follows in where_arg). */
+typedef struct where_arg {
+    const char *sql;
+    int64_t value;
+} where_arg;
+
+static int select_where(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    const where_arg *w = arg;
+    *adhoc = false;
+    int rc = prepare_checked(kv, w->sql, s);
+    if (rc == YYC_OK) sqlite3_bind_int64(*s, 1, w->value);
     return rc;
 }
 
-static int remove_where(yyc_kv *kv, const char *files_sql, const char *rows_sql, int64_t arg) {
-    folder_lock(kv);
-    int rc = remove_where_locked(kv, files_sql, rows_sql, arg);
-    folder_unlock(kv);
+/* Rows per transaction of the trims by size and age. */
+#define WHERE_BATCH 256
+
+/* Deletes the rows sql selects with value, and their files; checkpoints when any went. */
+static int remove_where(yyc_kv *kv, const char *sql, int64_t value) {
+    where_arg w = {sql, value};
+    deletion d = {.select = select_where, .arg = &w, .limit = WHERE_BATCH};
+    int rc = delete_rows(kv, &d);
+    if (d.removed > 0) checkpoint_truncate(kv);
     return rc;
 }
 
@@ -1714,102 +2038,37 @@ int yyc_kv_remove_larger_than(yyc_kv *kv, int64_t size) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (size == INT64_MAX) return YYC_OK;
     if (size <= 0) return yyc_kv_remove_all(kv);
-    return remove_where(kv, SQL_FILES_LARGER, SQL_DELETE_LARGER, size);
+    return remove_where(kv, SQL_ROWS_LARGER, size);
 }
 
 int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t t) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (t <= 0) return YYC_OK;
     if (t == INT64_MAX) return yyc_kv_remove_all(kv);
-    return remove_where(kv, SQL_FILES_EARLIER, SQL_DELETE_EARLIER, t);
+    return remove_where(kv, SQL_ROWS_EARLIER, t);
 }
 
 /* --- LRU eviction (spec 2.8) --- */
 
-static void free_lru_rows(lru_row *rows, int n) {
-    for (int i = 0; i < n; i++) {
-        free(rows[i].key);
-        free(rows[i].filename);
-    }
-    free(rows);
+static int select_lru(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    (void)arg;
+    *adhoc = false;
+    return prepare_checked(kv, SQL_ROWS_LRU, s);
 }
 
-/* Loads up to limit rows, oldest access first (ties: oldest rowid first). */
-static int load_lru_rows(yyc_kv *kv, int limit, lru_row **out, int *count) {
-    *out = NULL;
-    *count = 0;
-    sqlite3_stmt *s;
-    int rc = prepare(kv, SQL_LRU, &s);
-    if (rc != YYC_OK) return rc;
-    lru_row *rows = calloc((size_t)limit, sizeof *rows);
-    if (!rows) {
-        yyc__stmt_done(s);
-        return report(kv, true, YYC_ENOMEM, 0, ENOMEM, "allocate batch");
-    }
-    sqlite3_bind_int(s, 1, limit);
-    int n = 0, src = SQLITE_DONE;
-    while (n < limit) {
-        src = sqlite3_step(s);
-        if (src != SQLITE_ROW) break;
-        const char *key = (const char *)sqlite3_column_text(s, 0);
-        const char *name = column_filename(s, 1);
-        rows[n].key = strdup(key ? key : "");
-        rows[n].filename = name ? strdup(name) : NULL;
-        rows[n].size = sqlite3_column_int64(s, 2);
-        n++;
-        if (!rows[n - 1].key || (name && !rows[n - 1].filename)) {
-            src = SQLITE_NOMEM;
-            break;
-        }
-        src = SQLITE_DONE;
-    }
-    yyc__stmt_done(s);
-    if (src != SQLITE_DONE) {
-        free_lru_rows(rows, n);
-        return sqlite_fail(kv, src, "list least recently used");
-    }
-    *out = rows;
-    *count = n;
-    return YYC_OK;
-}
-
-/* The batch was listed without the folder lock; the row's current file name is read again
- * under it (another process may have changed the value since). */
-static int remove_lru_row(yyc_kv *kv, const lru_row *r) {
-    folder_lock(kv);
-    int rc = remove_key_locked(kv, r->key);
-    folder_unlock(kv);
-    return rc;
-}
-
+/* Deletes least recently used rows (oldest access first, ties: oldest rowid first) until the
+ * count or the total cost is at most max, YYC__KV_LRU_BATCH rows per transaction. Each step
+ * computes the total inside its own transaction, so the rows of other processes count. */
 static int remove_to_fit(yyc_kv *kv, int64_t max, bool by_size) {
     if (max == INT64_MAX) return YYC_OK;
     if (max <= 0) return yyc_kv_remove_all(kv);
-    int64_t total;
-    int rc = by_size ? yyc_kv_size(kv, &total) : yyc_kv_count(kv, &total);
-    if (rc != YYC_OK) return rc;
-    if (total <= max) return YYC_OK;
-    bool removed_any = false;
-    while (total > max) {
-        lru_row *rows;
-        int n;
-        rc = load_lru_rows(kv, YYC__KV_LRU_BATCH, &rows, &n);
-        if (rc != YYC_OK) return rc;
-        if (n == 0) {
-            free(rows);
-            break;
-        }
-        for (int i = 0; i < n && total > max; i++) {
-            rc = remove_lru_row(kv, &rows[i]);
-            if (rc != YYC_OK) break;
-            removed_any = true;
-            total -= by_size ? rows[i].size : 1;
-        }
-        free_lru_rows(rows, n);
-        if (rc != YYC_OK) return rc;
-    }
-    if (removed_any) yyc__kv_checkpoint(kv);
-    return YYC_OK;
+    deletion d = {.select = select_lru,
+                  .limit = YYC__KV_LRU_BATCH,
+                  .fit = by_size ? FIT_SIZE : FIT_COUNT,
+                  .max = max};
+    int rc = delete_rows(kv, &d);
+    if (d.removed > 0) checkpoint_truncate(kv);
+    return rc;
 }
 
 int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size) {
@@ -1824,15 +2083,10 @@ int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count) {
 
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
     *removed = 0;
-    lru_row *rows;
-    int n;
-    int rc = load_lru_rows(kv, limit, &rows, &n);
-    if (rc != YYC_OK) return rc;
-    for (int i = 0; i < n && rc == YYC_OK; i++) {
-        rc = remove_lru_row(kv, &rows[i]);
-        if (rc == YYC_OK) (*removed)++;
-    }
-    free_lru_rows(rows, n);
+    if (limit <= 0) return YYC_OK;
+    deletion d = {.select = select_lru, .limit = (size_t)limit, .one_step = true};
+    int rc = delete_rows(kv, &d);
+    *removed = d.removed;
     return rc;
 }
 
@@ -1885,8 +2139,9 @@ int yyc_kv_remove_all(yyc_kv *kv) {
      * way out of a broken cache): the lazy-reopen limits are reset first. */
     kv->open_error_count = 0;
     kv->last_open_error_time = 0;
-    folder_lock(kv);
-    int rc = db_check(kv); /* (a manifest found corrupt before is rebuilt here) */
+    int rc = folder_lock(kv);
+    if (rc != YYC_OK) return rc; /* (reported; nothing changed) */
+    rc = db_check(kv); /* (a manifest found corrupt before is rebuilt here) */
     if (rc == YYC_OK) rc = clear_locked(kv);
     if (rc == YYC_ECORRUPT && kv->db) {
         /* Real corruption found by the delete: db_check rebuilds the manifest empty in place
@@ -1975,8 +2230,7 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     kv->quiet_corrupt = true;
     int rc = get_one_pass(kv, key, want_value, out, false);
     kv->quiet_corrupt = false;
-    if (rc == RETRY_UNDER_LOCK) {
-        folder_lock(kv);
+    if (rc == RETRY_UNDER_LOCK && (rc = folder_lock(kv)) == YYC_OK) {
         rc = get_one_pass(kv, key, want_value, out, true);
         folder_unlock(kv);
     }
@@ -2072,8 +2326,7 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
     kv->quiet_corrupt = true;
     int rc = get_value_pass(kv, key, out_value, out_len, false);
     kv->quiet_corrupt = false;
-    if (rc == RETRY_UNDER_LOCK) {
-        folder_lock(kv);
+    if (rc == RETRY_UNDER_LOCK && (rc = folder_lock(kv)) == YYC_OK) {
         rc = get_value_pass(kv, key, out_value, out_len, true);
         folder_unlock(kv);
     }
@@ -2189,8 +2442,7 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     }
     /* Rows whose file looked missing or damaged: read again under the folder lock, where a
      * value being replaced by another process cannot be mistaken for a damaged one. */
-    bool locked = gone.count > 0 && rc == YYC_OK;
-    if (locked) folder_lock(kv);
+    bool locked = gone.count > 0 && rc == YYC_OK && (rc = folder_lock(kv)) == YYC_OK;
     for (size_t i = 0; i < gone.count; i++) {
         if (rc == YYC_OK) {
             yyc_kv_item *item = NULL;
@@ -2252,17 +2504,29 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     return sqlite_fail(kv, src, "exists");
 }
 
+/* The one value of an aggregate (count or SQL_SUM's total; never negative); caller has passed
+ * db_check. */
+static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out) {
+    *out = 0;
+    sqlite3_stmt *s;
+    int rc = prepare_checked(kv, sql, &s);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        *out = sqlite3_column_int64(s, 0);
+        if (*out < 0) *out = 0;
+    }
+    yyc__stmt_done(s);
+    return src == SQLITE_ROW ? YYC_OK : sqlite_fail(kv, src, "aggregate");
+}
+
 static int scalar(yyc_kv *kv, const char *sql, int64_t *out) {
     if (YYC__MISUSE(kv == NULL || out == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
-    sqlite3_stmt *s;
-    int rc = prepare(kv, sql, &s);
+    int rc = db_check(kv);
     if (rc != YYC_OK) return rc;
-    int src = sqlite3_step(s);
-    if (src == SQLITE_ROW) *out = sqlite3_column_int64(s, 0); /* sum() of no rows: NULL = 0 */
-    yyc__stmt_done(s);
-    return src == SQLITE_ROW ? YYC_OK : sqlite_fail(kv, src, "aggregate");
+    return scalar_checked(kv, sql, out);
 }
 
 int yyc_kv_count(yyc_kv *kv, int64_t *out) { return scalar(kv, SQL_COUNT, out); }

@@ -56,6 +56,8 @@ int yyc__error(int code, int sqlite_code, int sys_errno, const char *fmt, ...) {
     return code;
 }
 
+void yyc__error_restore(const yyc_error *saved) { last_error = *saved; }
+
 int yyc__status_from_errno(int err) {
     switch (err) {
     case ENOSPC:

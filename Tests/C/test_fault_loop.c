@@ -681,10 +681,9 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
  * "passes now" when an entry is no longer needed). The kv-write ones are gone: a replace of a
  * file value by one of the same name (item 1) and remove-all unlinking the manifest (item 2)
  * failed here before that branch was merged. */
-#define KV_ROWS "kv-rows"
 /* Item 10: an flock(LOCK_EX) failing with an error other than EINTR is ignored, and the call
  * goes on without the folder lock (and returns YYC_OK). Every operation that takes the lock. */
-static const char *const lock_errors_known_bug = KV_ROWS;
+static const char *const lock_errors_known_bug = NULL;
 
 /* The checks after one run; false with why in buf when one fails (*known: the known bug that
  * explains it, else left NULL). */

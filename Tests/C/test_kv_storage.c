@@ -602,7 +602,8 @@ static void kv_invalid_filenames_are_rejected_and_nothing_is_written(void **stat
     assert_int_equal(log.last_code, YYC_EINVAL);
     assert_int_equal(kv_count(kv), 0);
     assert_int_equal(tk_count_entries(dir, "data"), 0);
-    assert_int_equal(tk_count_entries(dir, ""), 5); /* data, trash, manifest, -wal, -shm */
+    /* data, trash, manifest, -wal, -shm, space.reserve */
+    assert_int_equal(tk_count_entries(dir, ""), 6);
     yyc_kv_close(kv);
     test_rm_rf(dir);
     free(dir);

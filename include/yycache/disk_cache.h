@@ -124,25 +124,31 @@ YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
 YYC_API int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progress,
                                               void *ctx);
 
-/* Number of entries and their total size in bytes (64-bit). Returns: YYC_OK, errors. */
+/* Number of entries and their total size in bytes (64-bit; rows whose size is not a positive
+ * integer count 0, and the sum saturates at INT64_MAX). Returns: YYC_OK, errors. */
 YYC_API int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out);
 YYC_API int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out);
 
 /* Explicit trims (synchronous). Count/cost 0 and age <= 0 remove everything; INT64_MAX and
- * DBL_MAX do nothing. Returns: YYC_OK, errors. */
+ * DBL_MAX do nothing. Like every removal they work on a full disk, also one the cache filled
+ * itself (see yyc_kv_remove), and end with a WAL checkpoint that truncates it. Another process
+ * holding the folder lock beyond the busy timeout gives YYC_EBUSY (the core's mutex is then
+ * released, so other threads' calls go on). Returns: YYC_OK, YYC_EBUSY, errors. */
 YYC_API int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count);
 YYC_API int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost);
 YYC_API int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds);
 /* Evicts LRU entries until the file system holding the cache has at least `bytes` free
- * (statvfs f_bavail * f_frsize). 0 or less does nothing. Returns: YYC_OK, YYC_EIO (statvfs
- * failed), errors. */
+ * (statvfs f_bavail * f_frsize; the storage's space reserve counts as used). 0 or less does
+ * nothing. Returns: YYC_OK, YYC_EIO (statvfs failed), errors. */
 YYC_API int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes);
 
 /* Core-wide settings (shared by every holder of the core). Getters return 0 / false for a NULL
  * cache. The error hook runs with no lock held, on the thread of the failing call or on the
  * background worker (auto-trim); ctx is borrowed until the hook is replaced (and every call
  * still running the old one has returned) or the core is freed. Setting a hook delivers the
- * YYC_ECORRUPT events kept while none was set, on the calling thread. */
+ * YYC_ECORRUPT events kept while none was set, on the calling thread. The calling thread's
+ * yyc_last_error is the same after the hook ran as before (a failing call in the hook does
+ * not replace it). */
 YYC_API void yyc_diskcache_set_count_limit(yyc_diskcache *dc, int64_t limit);
 YYC_API int64_t yyc_diskcache_count_limit(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_cost_limit(yyc_diskcache *dc, int64_t limit);

@@ -7,6 +7,8 @@
  *   <path>/manifest.sqlite (+ -wal, -shm)   table `manifest`, WAL mode, synchronous=NORMAL
  *   <path>/data/<filename>                  one file per value stored outside SQLite
  *   <path>/trash/<UUID>/                    former data/ folders waiting to be deleted
+ *   <path>/space.reserve                    256 KiB kept for removals on a full disk (ours;
+ *                                           YYKVStorage ignores it; see yyc_kv_remove)
  *
  * Keys are NUL-terminated strings (normally UTF-8; other bytes are stored as they are).
  * An empty key makes writes fail with YYC_EINVAL; reads report YYC_NOTFOUND / false; removals
@@ -22,6 +24,8 @@
  *
  * Several processes may use one folder at once: every change of a row and its file happens under
  * an flock on the folder, and SQLite waits up to its busy timeout (5 s) for other connections.
+ * The flock is waited for up to the same busy timeout too; a call that cannot get it returns
+ * YYC_EBUSY (any other failure to lock is reported as well) and changes nothing.
  *
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
  * Blocking: every call may read or write the disk except yyc_kv_path, yyc_kv_type_of, the error
@@ -49,7 +53,8 @@ typedef enum yyc_kv_type {
 } yyc_kv_type;
 
 /* One stored item. Items handed out by the library are allocated in one block per item and
- * freed with yyc_kv_item_free (lists with yyc_kv_items_free). */
+ * freed with yyc_kv_item_free (lists with yyc_kv_items_free); value and extended_data start at
+ * offsets aligned to _Alignof(max_align_t), so they may be read as any type. */
 typedef struct yyc_kv_item {
     char *key;                 /* NUL-terminated */
     void *value;               /* NULL in "info" results; may be NULL when value_len == 0 */
@@ -65,19 +70,22 @@ typedef struct yyc_kv_item {
 /* Called with the details of every error and notable event (for example a corrupt manifest
  * that was rebuilt empty: code YYC_ECORRUPT). Runs on the thread of the failing call;
  * it must not call back into the same storage. An event that happened before a hook was set
- * (a rebuild during open) is kept and delivered when the hook is set. */
+ * (a rebuild during open) is kept and delivered when the hook is set. The calling thread's
+ * yyc_last_error is restored after the hook returns, so a library call in the hook that fails
+ * does not replace the error of the call that reported. */
 typedef void (*yyc_error_hook)(void *ctx, const yyc_error *e);
 
 /* Progress of a slow remove-all: removed so far, and the total at the start. */
 typedef void (*yyc_progress_fn)(void *ctx, int64_t removed, int64_t total);
 
 /* Opens (creating folders and manifest as needed) the storage at path. A manifest that is not a
- * database or is corrupt (SQLITE_CORRUPT / SQLITE_NOTADB, or a table `manifest` without
- * YYKVStorage's columns) is rebuilt empty in place - the file is reset, never unlinked, so
- * other connections keep using it - with data/ moved to the trash, and the event
- * is reported through the error hook and yyc_last_error (code YYC_ECORRUPT) - but the open
- * succeeds. A busy or locked manifest is never deleted: the open fails with YYC_EBUSY and
- * every file stays. Folders are created 0700, files 0600.
+ * database or is corrupt (SQLITE_CORRUPT / SQLITE_NOTADB), or has a foreign schema (a view,
+ * index or trigger named manifest, a table manifest without YYKVStorage's columns or with a
+ * column named rowid), is rebuilt empty in place - the file is reset, never unlinked, so other
+ * connections keep using it - with data/ moved to the trash, and the event is reported through
+ * the error hook and yyc_last_error (code YYC_ECORRUPT, the message naming the foreign object)
+ * - but the open succeeds. A busy or locked manifest is never deleted: the open fails with
+ * YYC_EBUSY and every file stays. Folders are created 0700, files 0600.
  * Returns: YYC_OK, YYC_EINVAL (empty path, path too long, bad type), YYC_EIO, YYC_EPERM,
  * YYC_ENOSPC, YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM.
  * Ownership: path is copied; *out is transferred (close with yyc_kv_close; NULL on error). */
@@ -124,7 +132,15 @@ YYC_API int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t v
                         const char *filename, const void *extended, size_t extended_len);
 
 /* Removes one key (its file too). Returns: YYC_OK (also when absent), errors as above. The
- * removals below return the same: YYC_OK or an error, never YYC_NOTFOUND. */
+ * removals below return the same: YYC_OK or an error, never YYC_NOTFOUND.
+ * Every removal and trim chooses its rows and deletes exactly those (by rowid, whatever their
+ * key holds: a row with a NULL or BLOB key is removed like any other) and then their files, in
+ * one step under the folder lock and one SQLite transaction, so another process never sees a
+ * row whose file is gone. They work on a full disk: when SQLite cannot record the delete, the
+ * call retries after a WAL checkpoint, after releasing the space reserve (made again once the
+ * disk has room), and as a last resort deletes the chosen rows' files before the rows; only a
+ * WAL of inline values too large to checkpoint in the space freed leaves YYC_ENOSPC (then
+ * yyc_kv_remove_all still works). */
 YYC_API int yyc_kv_remove(yyc_kv *kv, const char *key);
 /* Removes a list of keys (chunked below SQLite's variable limit). n == 0 is YYC_OK; a NULL list
  * with n > 0 is YYC_EINVAL. A failing chunk stops the call (earlier chunks stay removed).
@@ -135,7 +151,9 @@ YYC_API int yyc_kv_remove_larger_than(yyc_kv *kv, int64_t size);
 /* Removes items last accessed strictly before time. time <= 0: nothing; INT64_MAX: all. */
 YYC_API int yyc_kv_remove_earlier_than(yyc_kv *kv, int64_t time);
 /* LRU eviction (oldest last_access_time first, ties by rowid) until the total size / count is
- * at most the limit. INT64_MAX: nothing; <= 0: everything. */
+ * at most the limit (as yyc_kv_size counts it: a row whose size is not a positive integer costs
+ * nothing). INT64_MAX: nothing; <= 0: everything. Trims by size, age and LRU end with a WAL
+ * checkpoint that truncates it (when no other connection is reading). */
 YYC_API int yyc_kv_remove_to_fit_size(yyc_kv *kv, int64_t max_size);
 YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
 /* Fast remove-all: deletes every row in one transaction, moves data/ to trash/<UUID> (emptied
@@ -181,8 +199,9 @@ YYC_API int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
 /* Whether key has a row (no access-time update). Returns: YYC_OK, YYC_NOTFOUND (also for an
  * empty key), errors. */
 YYC_API int yyc_kv_exists(yyc_kv *kv, const char *key);
-/* Row count and sum of sizes (64-bit). Returns: YYC_OK, YYC_EINVAL (NULL out), errors; *out is
- * 0 on error. */
+/* Row count and sum of sizes (64-bit; sizes that are not positive integers - a hostile row's
+ * NULL, text or negative size - count 0, and the sum saturates at INT64_MAX instead of failing).
+ * Returns: YYC_OK, YYC_EINVAL (NULL out), errors; *out is 0 on error. */
 YYC_API int yyc_kv_count(yyc_kv *kv, int64_t *out);
 YYC_API int yyc_kv_size(yyc_kv *kv, int64_t *out);
 
