@@ -15,8 +15,10 @@
 #                (the reproducer path is printed). FUZZ_TARGET=memcache|kv|disk|all.
 #                `make fuzz-merge` minimizes what was found into the committed corpus.
 #   make soak    the long reliability runs (crash consistency with its memory-growth check,
-#                several processes, the model fuzz of test_bad_input) under the dev, asan and
-#                tsan presets; knobs YYC_SOAK_CYCLES, YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS.
+#                several processes, the model fuzz of test_bad_input, the two-level cache's
+#                consistency races) under the dev, asan and tsan presets; knobs YYC_SOAK_CYCLES,
+#                YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS, YYC_CONSISTENCY_ROUNDS; the Swift
+#                consistency tests with YYC_CONSISTENCY_ROUNDS too (swift test --filter).
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | swift-test | swift-tsan | bench-smoke. Others: help
@@ -445,8 +447,11 @@ YYC_SOAK_OPS ?= 500000
 YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
+# Rounds of each two-level consistency race (test_cache_consistency; 400 in make test, 100 under
+# TSan) and of the Swift CacheConsistencyTests (200 in make test).
+YYC_CONSISTENCY_ROUNDS ?= 20000
 SOAK_PRESETS ?= dev asan tsan
-SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input)\.
+SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency)\.
 SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): 
 soak: deps
 	@results=(); failed=0; start=$$(date +%s); mkdir -p $(BUILD_DIR)/soak; \
@@ -457,6 +462,7 @@ soak: deps
 	       "YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$$inputs (full output: $$log)"; \
 	  if $(MAKE) build-$$p && YYC_SOAK_CYCLES=$(YYC_SOAK_CYCLES) YYC_SOAK_OPS=$(YYC_SOAK_OPS) \
 	       YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$$inputs \
+	       YYC_CONSISTENCY_ROUNDS=$(YYC_CONSISTENCY_ROUNDS) \
 	       $(CTEST) --preset $$p -R '$(SOAK_TESTS)' --output-on-failure -V 2>&1 | tee $$log \
 	       | { grep --line-buffered -E '$(SOAK_SHOW)' || true; } | sed -u -E 's/^[0-9]+: /    /'; then \
 	    r=passed; \
