@@ -1,4 +1,6 @@
+import CYYCache
 import Foundation
+import Synchronization
 import Testing
 
 @testable import YYCache
@@ -24,7 +26,57 @@ import Testing
         #expect(!cache.memoryCache.containsValue(forKey: "k"))
         #expect(try cache.value(forKey: "k") == "from disk")
         #expect(cache.memoryCache.value(forKey: "k") == "from disk")
-        #expect(cache.memoryCache.totalCost == 0)  // back-filled with cost 0
+        // Back-filled with its encoded size as the cost.
+        #expect(cache.memoryCache.totalCost == (try cache.diskCache.data(forKey: "k"))?.count)
+    }
+
+    // MARK: Memory cost
+
+    @Test func memoryCostOfAnEntryIsItsEncodedSize() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        try cache.setValue(Data(count: 1000), forKey: "a")
+        #expect(cache.memoryCache.totalCost == 1000)
+        try cache.setValue(Data(count: 10), forKey: "a")
+        #expect(cache.memoryCache.totalCost == 10)
+        let strings = try Cache<String>(path: folder.appending("strings"))
+        try strings.setValue(String(repeating: "x", count: 500), forKey: "s")
+        let encoded = try #require(try strings.diskCache.data(forKey: "s"))
+        #expect(strings.memoryCache.totalCost == encoded.count)
+        #expect(encoded.count >= 500)
+    }
+
+    @Test func aCostFunctionReplacesTheEncodedSize() throws {
+        let folder = TemporaryFolder()
+        let seen = Mutex<[Int]>([])
+        let cache = try Cache<[Int]>(path: folder.path) { value, encodedByteCount in
+            seen.withLock { $0.append(encodedByteCount) }
+            return value.count == 0 ? -5 : value.count * 1000
+        }
+        try cache.setValue([1, 2, 3], forKey: "a")
+        #expect(cache.memoryCache.totalCost == 3000)
+        try cache.setValue([], forKey: "empty")
+        #expect(cache.memoryCache.totalCost == 3000)  // a negative cost counts as 0
+        cache.memoryCache.removeAllValues()
+        #expect(try cache.value(forKey: "a") == [1, 2, 3])  // back-filled with the function's cost
+        #expect(cache.memoryCache.totalCost == 3000)
+        let sizes = seen.withLock { $0 }
+        #expect(sizes.count == 3)
+        #expect(sizes[0] == (try cache.diskCache.data(forKey: "a"))?.count)
+        #expect(sizes[2] == sizes[0])
+    }
+
+    @Test func theMemoryTierIsBoundedByDefaultAtAQuarterOfAvailableMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        let available = yyc_available_memory()
+        #expect(available > 0)
+        #expect(cache.memoryCache.costLimit == Int(available / 4))
+        // And the limit works on real costs: trimming to it keeps what fits.
+        for i in 0..<10 { try cache.setValue(Data(count: 100), forKey: "k\(i)") }
+        cache.memoryCache.trim(toCost: 350)
+        #expect(cache.memoryCache.totalCount == 3)
+        #expect(try cache.value(forKey: "k0") == Data(count: 100))  // still on disk
     }
 
     @Test func readsPreferMemory() throws {
