@@ -11,6 +11,9 @@ extension Cache {
     ///   - key: The key.
     /// - Returns: `true` if memory or disk has the value (`false` when the task was cancelled
     ///   before the disk check).
+    ///
+    /// Like ``value(forKey:)``, it runs on the caller's executor: a memory hit needs no hop.
+    nonisolated(nonsending)
     public func containsValue(forKey key: String) async -> Bool {
         guard CStrings.isStorableKey(key) else { return false }
         if memoryCache.containsValue(forKey: key) { return true }

@@ -254,6 +254,25 @@ import Testing
         await #expect(throws: CacheError.self) { try await cache.setValue(ada, forKey: "") }
     }
 
+    /// A memory hit of the async twins runs on the caller's executor: awaited from an actor, it
+    /// never leaves the actor (its executor is asked to run nothing; a twin that hopped to the
+    /// global executor would have to be enqueued there again to return).
+    @Test func asyncMemoryHitsDoNotHopOffTheCallersExecutor() async throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        try await cache.setValue(7, forKey: "k")
+        let probe = ExecutorProbe()
+        let (value, contained, hops) = try await probe.memoryHit(cache)
+        #expect(value == 7)
+        #expect(contained)
+        #expect(hops == 0, "the memory hit left the caller's executor \(hops) times")
+        // The probe does see hops: a disk read leaves for the disk queue and comes back.
+        cache.memoryCache.removeAllValues()
+        let (fromDisk, _, diskHops) = try await probe.memoryHit(cache)
+        #expect(fromDisk == 7)
+        #expect(diskHops > 0)
+    }
+
     @Test func cancelledAsyncCallsDoNothing() async throws {
         let folder = TemporaryFolder()
         let cache = try Cache<Int>(path: folder.path)
@@ -304,5 +323,37 @@ import Testing
         #expect(child.terminationStatus == 0)
 
         #expect(try cache.value(forKey: "from child") == "hello parent")
+    }
+}
+
+/// A serial executor that counts the jobs it is given (each is one arrival on the actor).
+final class CountingExecutor: SerialExecutor {
+    let queue = DispatchQueue(label: "yycache-tests.counting-executor")
+    let enqueued = Atomic<Int>(0)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        enqueued.add(1, ordering: .sequentiallyConsistent)
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+}
+
+/// An actor on a ``CountingExecutor``: how many times a call made on it had to come back.
+actor ExecutorProbe {
+    let executor = CountingExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Awaits the async `value(forKey: "k")` and `containsValue(forKey: "k")`; returns their
+    /// results and the jobs the actor's executor received meanwhile.
+    func memoryHit(_ cache: Cache<Int>) async throws -> (Int?, Bool, Int) {
+        let before = executor.enqueued.load(ordering: .sequentiallyConsistent)
+        let value = try await cache.value(forKey: "k")
+        let contained = await cache.containsValue(forKey: "k")
+        return (value, contained, executor.enqueued.load(ordering: .sequentiallyConsistent) - before)
     }
 }
