@@ -146,6 +146,29 @@ import Testing
         #expect(cache.memoryCache.value(forKey: "k") == nil)
     }
 
+    /// Another writer's set lands while this set's disk write is in flight (from the file name
+    /// function, which runs during the write), then this write fails: memory must keep the
+    /// newer value.
+    @Test func aFailedDiskWriteNeverRemovesANewerValue() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        let big = Data(count: 30_000)  // above the inline threshold: the file name function runs
+        let newer = Data([2])
+        final class Once: Sendable { let done = Atomic<Bool>(false) }
+        let once = Once()
+        cache.diskCache.fileName = { key in
+            guard !once.done.exchange(true, ordering: .sequentiallyConsistent) else { return nil }
+            try? cache.setValue(newer, forKey: key)  // the other writer (inline: no file name)
+            return "../not-a-file-name"  // makes this write fail
+        }
+        defer { cache.diskCache.fileName = nil }
+        let error = #expect(throws: CacheError.self) { try cache.setValue(big, forKey: "k") }
+        #expect(error?.code == .invalidArgument)
+        #expect(cache.memoryCache.value(forKey: "k") == newer)
+        #expect(try cache.value(forKey: "k") == newer)
+        #expect(try cache.diskCache.data(forKey: "k") == newer)
+    }
+
     @Test func decodingFailuresThrowDecoding() throws {
         let folder = TemporaryFolder()
         let cache = try Cache<Profile>(path: folder.path)
