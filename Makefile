@@ -17,8 +17,8 @@
 #   make soak    the long reliability runs (crash consistency with its memory-growth check,
 #                several processes, the model fuzz of test_bad_input, the two-level cache's
 #                consistency races) under the dev, asan and tsan presets; knobs YYC_SOAK_CYCLES,
-#                YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS, YYC_CONSISTENCY_ROUNDS; the Swift
-#                consistency tests with YYC_CONSISTENCY_ROUNDS too (swift test --filter).
+#                YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS, YYC_CONSISTENCY_ROUNDS (the Swift
+#                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency).
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | swift-test | swift-tsan | bench-smoke. Others: help
