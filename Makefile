@@ -449,7 +449,8 @@ YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
 # Rounds of each two-level consistency race (test_cache_consistency; 400 in make test, 100 under
 # TSan) and of the Swift CacheConsistencyTests (200 in make test). Measured here: 100 remove-all
-# rounds take ~9 s under TSan and 1000 ~65 s in dev (the spinning readers make it superlinear), so 1000 stay under the cases' 300 s ctest TIMEOUT.
+# rounds take ~9 s under TSan, 1000 ~65 s in dev (it grows faster than linearly), so 1000 stay
+# under the cases' 300 s ctest TIMEOUT.
 YYC_CONSISTENCY_ROUNDS ?= 1000
 SOAK_PRESETS ?= dev asan tsan
 SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency)\.
