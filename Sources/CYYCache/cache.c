@@ -4,6 +4,21 @@
  * The memory tier stores reference-counted byte buffers (one allocation: header + bytes); the
  * callbacks below retain and release them, so a value read from memory is copied out while the
  * caller holds a reference and can never be freed under it.
+ *
+ * Consistency (the guarantee of cache.h): the disk is the truth and memory holds copies, each
+ * put there by a conditional call of the memory cache (memory_cache.h, write generations):
+ *   - get: memory hit, else g = the key's generation, read the disk, and back-fill only if the
+ *     generation is still g: no set or remove touched the key since, so the value read is still
+ *     the disk's (every write changes the disk before it changes the generation).
+ *   - set: g = generation, write the disk, then store in memory only if the generation is still
+ *     g; if another write came in between, its disk write may have gone first or second, so
+ *     memory forgets the key (the next read takes the disk's value). A failed disk write (the
+ *     disk keeps its previous value) forgets the key only if the generation is still g, so it
+ *     never drops what a newer set put there.
+ *   - remove / remove_all: the disk first, then memory (changing the generation, so a read that
+ *     started before cannot back-fill the removed value).
+ * The cost of a memory entry is the value's length; the memory tier's cost limit defaults to a
+ * quarter of yyc_available_memory().
  */
 #include "internal.h"
 
@@ -48,6 +63,14 @@ static bytes *bytes_new(const void *data, size_t len) {
 
 static const yyc_value_callbacks bytes_callbacks = {bytes_retain, bytes_release, NULL};
 
+/* The memory tier's default cost limit: a quarter of the memory available (no limit when
+ * unknown). */
+static size_t default_memory_cost_limit(void) {
+    uint64_t available = yyc_available_memory();
+    if (available == 0 || available / 4 > SIZE_MAX) return SIZE_MAX;
+    return (size_t)(available / 4);
+}
+
 int yyc_cache_open(const char *path, yyc_cache **out) {
     if (!out) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_open: out is NULL");
     *out = NULL;
@@ -58,6 +81,7 @@ int yyc_cache_open(const char *path, yyc_cache **out) {
     if (rc == YYC_OK) {
         rc = yyc_memcache_new(&bytes_callbacks, &c->memory);
         if (rc != YYC_OK) rc = yyc__error(rc, 0, 0, "yyc_cache_open: memory cache: %s", yyc_strerror(rc));
+        else yyc_memcache_set_cost_limit(c->memory, default_memory_cost_limit());
     }
     if (rc != YYC_OK) {
         yyc_cache_free(c);
@@ -106,14 +130,16 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
         return rc;
     }
 
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
     void *value = NULL;
     size_t len = 0;
     int rc = yyc_diskcache_get(c->disk, key, &value, &len);
     if (rc != YYC_OK) return rc;
-    /* Back-fill the memory tier (cost 0, as YYCache does). A failed back-fill loses nothing. */
+    /* Back-fill the memory tier unless a set or remove came in since the disk read began. A
+     * failed or refused back-fill loses nothing. */
     bytes *b = bytes_new(value, len);
     if (b) {
-        yyc_memcache_set(c->memory, key, key_len, b, 0);
+        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, NULL);
         bytes_release(NULL, b);
     }
     *out_value = value;
@@ -128,19 +154,24 @@ int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) 
     size_t key_len = strlen(key);
     bytes *b = bytes_new(value, len);
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
-    int rc = yyc_memcache_set(c->memory, key, key_len, b, 0);
-    bytes_release(NULL, b);
-    if (rc != YYC_OK) return yyc__error(rc, 0, 0, "yyc_cache_set: memory tier: %s", yyc_strerror(rc));
-    rc = yyc_diskcache_set(c->disk, key, value, len, NULL, 0);
-    /* Deviation: when the disk write fails, the memory tier forgets the key too, so that the two
-     * tiers never disagree about which value is current (the disk keeps its previous value). */
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    int rc = yyc_diskcache_set(c->disk, key, value, len, NULL, 0);
     if (rc != YYC_OK) {
+        /* The disk keeps its previous value. Memory forgets the key, unless a newer write came
+         * in meanwhile (then what memory holds is that write's, or nothing). */
+        bytes_release(NULL, b);
         yyc_error saved;
         yyc_last_error(&saved);
-        yyc_memcache_remove(c->memory, key, key_len);
+        yyc_memcache_remove_if_generation(c->memory, key, key_len, generation);
         return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
                           saved.message);
     }
+    bool stored = false;
+    yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    bytes_release(NULL, b);
+    /* Another write on the key (or out of memory): which value the disk kept last is unknown
+     * here, so memory forgets the key and the next read takes the disk's. */
+    if (!stored) yyc_memcache_remove(c->memory, key, key_len);
     return YYC_OK;
 }
 
@@ -152,12 +183,21 @@ bool yyc_cache_contains(yyc_cache *c, const char *key) {
 int yyc_cache_remove(yyc_cache *c, const char *key) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove: NULL argument");
     if (!*key) return YYC_OK;
-    yyc_memcache_remove(c->memory, key, strlen(key));
-    return yyc_diskcache_remove(c->disk, key);
+    size_t key_len = strlen(key);
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    int rc = yyc_diskcache_remove(c->disk, key);
+    /* After the disk: the removal changes the key's generation, so a read that began before
+     * cannot back-fill the removed value. On failure (the disk may keep the value), only if no
+     * newer write came in. */
+    if (rc == YYC_OK) yyc_memcache_remove(c->memory, key, key_len);
+    else yyc_memcache_remove_if_generation(c->memory, key, key_len, generation);
+    return rc;
 }
 
 int yyc_cache_remove_all(yyc_cache *c) {
     if (!c) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove_all: NULL cache");
+    int rc = yyc_diskcache_remove_all(c->disk);
+    /* After the disk, as in remove; also on failure (the disk may have lost any part). */
     yyc_memcache_remove_all(c->memory);
-    return yyc_diskcache_remove_all(c->disk);
+    return rc;
 }

@@ -26,6 +26,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Stripes of the write generations (a power of two). */
+#define YYC__GENERATION_STRIPES 256u
+
 /* Invariants (under lock):
  *   - map holds every entry; in pointer mode each node's value was returned by cb.retain (or is
  *     NULL); in inline mode each node's value bytes hold a value owned by the cache (moved in by
@@ -36,7 +39,11 @@
  *   - cost_trim_pending is true while a cost-trim job is queued (cleared when it starts).
  *   - garbage_vals holds garbage_nvals slots, garbage_stride bytes apart.
  *   - cb, itype, inline_values, value_size, value_align, garbage_stride and timer never change
- *     after creation, so they may be read without the lock. */
+ *     after creation, so they may be read without the lock.
+ *   - Write generations (memory_cache.h): a key's generation is generation_epoch +
+ *     generations[stripe(key)]; both only grow, each write on a key adds 1 to one of them
+ *     (remove_all to the epoch, other writes to the key's stripe) once tracks_generations is
+ *     set, so a generation never repeats. tracks_generations only goes from false to true. */
 struct yyc_memcache {
     pthread_mutex_t lock;
     yyc__lru_map map;
@@ -65,6 +72,9 @@ struct yyc_memcache {
     size_t value_align;    /* inline mode: their alignment in the node */
     size_t garbage_stride; /* bytes per garbage_vals element */
     yyc__timer *timer;
+    bool tracks_generations;
+    uint64_t generation_epoch;
+    uint64_t generations[YYC__GENERATION_STRIPES];
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -325,11 +335,43 @@ void yyc_memcache_free(yyc_memcache *c) {
 #define SLOT_MAX \
     (YYC_MEMCACHE_INLINE_MAX > sizeof(void *) ? YYC_MEMCACHE_INLINE_MAX : sizeof(void *))
 
-/* Both sets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
- * mode stores value (retained); inline mode moves value_size bytes from bytes. */
+/* --- write generations --- */
+
+/* The stripe counter of key's generation (under lock; tracks_generations is set). */
+static uint64_t *generation_stripe_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    uint64_t h = yyc__hash_bytes(key, key_len, c->map.seed);
+    return &c->generations[h & (YYC__GENERATION_STRIPES - 1)];
+}
+
+/* Records a write on key (under lock). */
+static void bump_generation_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    if (c->tracks_generations) ++*generation_stripe_locked(c, key, key_len);
+}
+
+/* Whether key's generation is still `generation` (under lock). */
+static bool generation_is_locked(yyc_memcache *c, const void *key, size_t key_len,
+                                 uint64_t generation) {
+    return c->tracks_generations &&
+           c->generation_epoch + *generation_stripe_locked(c, key, key_len) == generation;
+}
+
+uint64_t yyc_memcache_generation(yyc_memcache *c, const void *key, size_t key_len) {
+    if (!c || (!key && key_len > 0)) return 0;
+    lock(c);
+    c->tracks_generations = true;
+    uint64_t g = c->generation_epoch + *generation_stripe_locked(c, key, key_len);
+    unlock(c);
+    return g;
+}
+
+/* Every set (inline_mode is a constant in each caller, so each gets its own copy). Pointer
+ * mode stores value (retained); inline mode moves value_size bytes from bytes. With
+ * if_generation, stores only if key's generation is still *if_generation; *out_stored (may be
+ * NULL) tells whether it stored. */
 static inline __attribute__((always_inline)) int
 set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const void *bytes,
-         size_t cost, bool inline_mode) {
+         size_t cost, bool inline_mode, const uint64_t *if_generation, bool *out_stored) {
+    if (out_stored) *out_stored = false;
     if (key_len > UINT32_MAX) return YYC_ETOOBIG; /* node key lengths are 32-bit */
     yyc__lru_node *evicted = NULL;
     _Alignas(16) unsigned char old[SLOT_MAX]; /* the replaced value's slot, while have_old */
@@ -338,6 +380,11 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     double now = clock_now();
 
     lock(c);
+    uint64_t *stripe = c->tracks_generations ? generation_stripe_locked(c, key, key_len) : NULL;
+    if (if_generation && !(stripe && c->generation_epoch + *stripe == *if_generation)) {
+        unlock(c);
+        return YYC_OK; /* written meanwhile: nothing stored (inline: the bytes were not read) */
+    }
     bool inserted;
     /* A new key at the count limit evicts first (the policy never picks the new entry). */
     yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&c->map, key, key_len, c->count_limit,
@@ -350,6 +397,7 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         release_list(c, evicted);
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
+    if (stripe) ++*stripe;
     if (inline_mode) {
         void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         /* Without a destroy callback a replaced value needs nothing: just overwrite it. */
@@ -395,18 +443,35 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     if (queue_release) schedule_release(c);
     if (have_old) drop_slot(c, old);
     release_list(c, evicted);
+    if (out_stored) *out_stored = true;
     return YYC_OK;
 }
 
 int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
     if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, value, NULL, cost, false);
+    return set_impl(c, key, key_len, value, NULL, cost, false, NULL, NULL);
 }
 
 int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key_len, const void *value,
                             size_t cost) {
     if (!c || (!key && key_len > 0) || !value || !c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, NULL, value, cost, true);
+    return set_impl(c, key, key_len, NULL, value, cost, true, NULL, NULL);
+}
+
+int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                   void *value, size_t cost, uint64_t generation,
+                                   bool *out_stored) {
+    if (out_stored) *out_stored = false;
+    if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
+    return set_impl(c, key, key_len, value, NULL, cost, false, &generation, out_stored);
+}
+
+int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                          const void *value, size_t cost, uint64_t generation,
+                                          bool *out_stored) {
+    if (out_stored) *out_stored = false;
+    if (!c || (!key && key_len > 0) || !value || !c->inline_values) return YYC_EINVAL;
+    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored);
 }
 
 /* Both gets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
@@ -463,10 +528,17 @@ bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len) {
     return found;
 }
 
-int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
+/* Both removes: with if_generation, only if key's generation is still *if_generation. */
+static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
+                       const uint64_t *if_generation) {
     if (!c || (!key && key_len > 0)) return YYC_EINVAL;
     bool queue_release = false;
     lock(c);
+    if (if_generation && !generation_is_locked(c, key, key_len, *if_generation)) {
+        unlock(c);
+        return YYC_OK;
+    }
+    bump_generation_locked(c, key, key_len);
     yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
     if (n) {
         if (c->release_async) {
@@ -478,6 +550,15 @@ int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
     if (queue_release) schedule_release(c);
     release_list(c, n);
     return YYC_OK;
+}
+
+int yyc_memcache_remove(yyc_memcache *c, const void *key, size_t key_len) {
+    return remove_impl(c, key, key_len, NULL);
+}
+
+int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                      uint64_t generation) {
+    return remove_impl(c, key, key_len, &generation);
 }
 
 /* Detaches every entry in O(1). With async release the list joins the garbage (*out_list is
@@ -499,6 +580,7 @@ void yyc_memcache_remove_all(yyc_memcache *c) {
     yyc__lru_node *list;
     void *table;
     lock(c);
+    c->generation_epoch++; /* a write on every key (memory_cache.h) */
     bool queue_release = detach_all_locked(c, c->release_async, &list, &table);
     unlock(c);
     free(table);

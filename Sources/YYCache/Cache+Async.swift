@@ -1,7 +1,9 @@
 import Foundation
 
 // Async twins: the memory part runs synchronously in the calling task (it never blocks for
-// long), the disk part through DiskCache's async twins (off the cooperative pool).
+// long), the disk part through DiskCache's async twins (off the cooperative pool). The order
+// and the conditional memory updates are the sync twins' (Cache.swift), so the consistency
+// guarantee holds across both.
 extension Cache {
     /// Whether either tier has a value for `key`; the async twin of ``containsValue(forKey:)``.
     ///
@@ -9,6 +11,9 @@ extension Cache {
     ///   - key: The key.
     /// - Returns: `true` if memory or disk has the value (`false` when the task was cancelled
     ///   before the disk check).
+    ///
+    /// Like ``value(forKey:)``, it runs on the caller's executor: a memory hit needs no hop.
+    nonisolated(nonsending)
     public func containsValue(forKey key: String) async -> Bool {
         guard CStrings.isStorableKey(key) else { return false }
         if memoryCache.containsValue(forKey: key) { return true }
@@ -18,20 +23,25 @@ extension Cache {
     /// The value for `key`, from memory or disk (with back-fill); the async twin of
     /// ``value(forKey:)``.
     ///
+    /// A memory hit is served in the caller's context, without a hop (the function runs on the
+    /// caller's executor, like a synchronous call); only a disk read leaves it, for a dispatch
+    /// queue off the cooperative pool.
+    ///
     /// - Parameters:
     ///   - key: The key.
     /// - Returns: The value, or `nil`.
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
+    nonisolated(nonsending)
     public func value(forKey key: String) async throws -> Value? {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return nil }
         if let value = memoryCache.value(forKey: key) { return value }
-        guard let value = try await diskCache.value(Value.self, forKey: key) else { return nil }
-        memoryCache.setValue(value, forKey: key)
-        return value
+        let generation = memoryCache.writeGeneration(forKey: key)
+        guard let data = try await diskCache.data(forKey: key) else { return nil }
+        return try backFill(data, forKey: key, generation: generation)
     }
 
-    /// Stores `value` in memory, then on disk; the async twin of ``setValue(_:forKey:)``.
+    /// Stores `value` on disk, then in memory; the async twin of ``setValue(_:forKey:)``.
     ///
     /// - Parameters:
     ///   - value: The value, or `nil` to remove it.
@@ -47,13 +57,15 @@ extension Cache {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
-        memoryCache.setValue(value, forKey: key)
+        let data = try diskCache.encode(value)
+        let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            try await diskCache.setValue(value, forKey: key)
+            try await diskCache.setData(data, forKey: key)
         } catch {
-            memoryCache.removeValue(forKey: key)
+            memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
+        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation)
     }
 
     /// Removes `key`'s value from both tiers; the async twin of ``removeValue(forKey:)``.
@@ -64,8 +76,14 @@ extension Cache {
     public func removeValue(forKey key: String) async throws {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return }
+        let generation = memoryCache.writeGeneration(forKey: key)
+        do {
+            try await diskCache.removeValue(forKey: key)
+        } catch {
+            memoryCache.removeValue(forKey: key, ifGeneration: generation)
+            throw error
+        }
         memoryCache.removeValue(forKey: key)
-        try await diskCache.removeValue(forKey: key)
     }
 
     /// Removes every value from both tiers; the async twin of ``removeAllValues()``.
@@ -73,7 +91,12 @@ extension Cache {
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     public func removeAllValues() async throws {
         try Task.checkCancellation()
+        do {
+            try await diskCache.removeAllValues()
+        } catch {
+            memoryCache.removeAllValues()
+            throw error
+        }
         memoryCache.removeAllValues()
-        try await diskCache.removeAllValues()
     }
 }

@@ -1,11 +1,26 @@
+import CYYCache
 import Foundation
 
 /// A two-level cache (YYCache): a ``MemoryCache`` in front of a ``DiskCache``.
 ///
-/// Reads go to memory, then to disk; a disk hit is copied back into memory (cost 0). Writes
-/// and removals go to memory, then to disk. The pair is not atomic (as in YYCache): each tier
-/// has its own lock, and the `Cache` adds none. Configure limits on ``memoryCache`` and
-/// ``diskCache`` directly.
+/// Reads go to memory, then to disk; a disk hit is copied back into memory. Writes and
+/// removals go to disk, then to memory. Each tier has its own lock, and the `Cache` adds none.
+/// Configure limits on ``memoryCache`` and ``diskCache`` directly.
+///
+/// **Consistency.** Once a ``setValue(_:forKey:)`` or ``removeValue(forKey:)`` on a key (or a
+/// ``removeAllValues()``) has returned, no later read of that key through this `Cache`
+/// returns an older value or the removed one, whatever other threads or tasks are doing, sync
+/// and async twins alike; once every call has returned, the memory tier holds nothing but the
+/// disk's value (a key is in memory with the disk's value, or not at all). A failed disk
+/// write never removes a value another call set meanwhile. Calls that overlap are ordered as if
+/// one ran before the other. Writes made directly to ``memoryCache`` or ``diskCache``, through
+/// another `Cache` on the same folder or by another process bypass this (the memory tier may
+/// keep serving what it holds).
+///
+/// **Memory cost.** An entry's cost in ``memoryCache`` is its encoded size in bytes (the bytes
+/// stored on disk), or what ``memoryCost`` says; ``memoryCache``'s ``MemoryCache/costLimit``
+/// starts at a quarter of the memory available to the process (the cgroup's limit when one is
+/// set, else physical memory; `yyc_available_memory`), so the memory tier is bounded by default.
 ///
 /// Two `Cache(name:)` (or `Cache(path:)`) objects on the same folder share one disk core.
 ///
@@ -19,7 +34,7 @@ import Foundation
 /// ``CacheError/Code/invalidArgument``, reads return `nil` and removals do nothing.
 public final class Cache<Value: Codable & Sendable>: Sendable {
     // Sendable: it holds only immutable references to two Sendable caches (MemoryCache is
-    // Sendable because Value is).
+    // Sendable because Value is) and a Sendable closure.
 
     /// The cache's name: the last path component of its folder.
     public let name: String
@@ -30,21 +45,31 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// The disk tier (inline threshold 20480 bytes), shared with every other cache on the path.
     public let diskCache: DiskCache
 
+    /// The memory cost of an entry, from its value and its encoded size in bytes; `nil` (the
+    /// default) means the encoded size itself. A negative result counts as 0.
+    public let memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)?
+
     /// Opens the cache named `name` in the user's cache directory: `$XDG_CACHE_HOME/<name>`
     /// when `XDG_CACHE_HOME` is an absolute path, else `$HOME/.cache/<name>`, else
     /// `<home directory from the password database>/.cache/<name>`.
     ///
     /// - Parameters:
     ///   - name: The folder's name; not empty.
+    ///   - memoryCost: The memory cost of an entry (see ``memoryCost``); `nil`: its encoded size.
     /// - Throws: ``CacheError/Code/invalidArgument`` for an empty name (or no home directory at
     ///   all), and the errors of ``DiskCache/init(path:)``.
-    public convenience init(name: String) throws {
-        try self.init(name: name, environment: ProcessInfo.processInfo.environment)
+    public convenience init(
+        name: String, memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)? = nil
+    ) throws {
+        try self.init(name: name, environment: ProcessInfo.processInfo.environment, memoryCost: memoryCost)
     }
 
-    /// ``init(name:)`` with the environment as a parameter (tests use it so that they never
-    /// change the process's environment).
-    convenience init(name: String, environment: [String: String]) throws {
+    /// ``init(name:memoryCost:)`` with the environment as a parameter (tests use it so that they
+    /// never change the process's environment).
+    convenience init(
+        name: String, environment: [String: String],
+        memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)? = nil
+    ) throws {
         guard !name.isEmpty, !name.utf8.contains(0) else {
             throw CacheError.invalidArgument("the cache name is empty or contains NUL")
         }
@@ -52,22 +77,33 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
             throw CacheError.invalidArgument(
                 "no cache directory: XDG_CACHE_HOME, HOME and the password database give none")
         }
-        try self.init(path: CacheDirectory.join(directory, name))
+        try self.init(path: CacheDirectory.join(directory, name), memoryCost: memoryCost)
     }
 
     /// Opens the cache whose folder is `path` (created if needed).
     ///
     /// - Parameters:
     ///   - path: The folder; not empty.
+    ///   - memoryCost: The memory cost of an entry (see ``memoryCost``); `nil`: its encoded size.
     /// - Throws: ``CacheError/Code/invalidArgument`` for an empty path, and the errors of
     ///   ``DiskCache/init(path:)``.
-    public init(path: String) throws {
+    public init(
+        path: String, memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)? = nil
+    ) throws {
         guard !path.isEmpty else {
             throw CacheError.invalidArgument("the path is empty")
         }
         self.diskCache = try DiskCache(path: path)
         self.name = CacheDirectory.lastComponent(of: path)
+        self.memoryCost = memoryCost
         self.memoryCache = MemoryCache(name: name)
+        memoryCache.costLimit = Self.defaultMemoryCostLimit
+    }
+
+    /// A quarter of the memory available to the process (`Int.max`, no limit, when unknown).
+    static var defaultMemoryCostLimit: Int {
+        let available = yyc_available_memory()
+        return available == 0 ? .max : Int(clamping: available / 4)
     }
 
     /// Whether either tier has a value for `key`, without changing the memory LRU order or
@@ -82,8 +118,8 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         return memoryCache.containsValue(forKey: key) || diskCache.containsValue(forKey: key)
     }
 
-    /// The value for `key`: from memory, else from disk (and then copied into memory with
-    /// cost 0).
+    /// The value for `key`: from memory, else from disk (and then copied into memory, unless a
+    /// write on the key came in meanwhile).
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -93,15 +129,18 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     public func value(forKey key: String) throws -> Value? {
         guard CStrings.isStorableKey(key) else { return nil }
         if let value = memoryCache.value(forKey: key) { return value }
-        guard let value = try diskCache.value(Value.self, forKey: key) else { return nil }
-        memoryCache.setValue(value, forKey: key)
-        return value
+        let generation = memoryCache.writeGeneration(forKey: key)
+        guard let data = try diskCache.data(forKey: key) else { return nil }
+        return try backFill(data, forKey: key, generation: generation)
     }
 
-    /// Stores `value` in memory (cost 0), then on disk; `nil` removes it from both.
+    /// Stores `value` on disk (encoded), then in memory (cost: the encoded size, or
+    /// ``memoryCost``); `nil` removes it from both.
     ///
-    /// If the disk write fails, the value is removed from memory again before the error is
-    /// thrown, so the tiers never disagree: a later read finds the disk's previous value.
+    /// If the disk write fails, the disk keeps its previous value and memory forgets the key
+    /// (unless another write on it came in meanwhile), so a later read finds the disk's value.
+    /// If another write on the key overlaps, memory may forget the key instead of storing the
+    /// value (the next read takes the disk's).
     ///
     /// - Parameters:
     ///   - value: The value, or `nil`.
@@ -117,16 +156,20 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
-        memoryCache.setValue(value, forKey: key)
+        let data = try diskCache.encode(value)
+        let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            try diskCache.setValue(value, forKey: key)
+            try diskCache.setData(data, forKey: key)
         } catch {
-            memoryCache.removeValue(forKey: key)
+            memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
+        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation)
     }
 
-    /// Removes `key`'s value from memory, then from disk. An empty key does nothing.
+    /// Removes `key`'s value from disk, then from memory. An empty key does nothing.
+    ///
+    /// If the disk fails, memory forgets the key unless another write on it came in meanwhile.
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -134,17 +177,52 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func removeValue(forKey key: String) throws {
         guard CStrings.isStorableKey(key) else { return }
+        let generation = memoryCache.writeGeneration(forKey: key)
+        do {
+            try diskCache.removeValue(forKey: key)
+        } catch {
+            memoryCache.removeValue(forKey: key, ifGeneration: generation)
+            throw error
+        }
         memoryCache.removeValue(forKey: key)
-        try diskCache.removeValue(forKey: key)
     }
 
-    /// Removes every value from memory, then from disk.
+    /// Removes every value from disk, then from memory (from memory also when the disk fails).
     ///
     /// - Throws: ``CacheError`` from the disk tier.
     @_disfavoredOverload
     public func removeAllValues() throws {
-        memoryCache.removeAllValues()
+        defer { memoryCache.removeAllValues() }
         try diskCache.removeAllValues()
+    }
+
+    // The memory halves of the reads and writes, shared by the sync and async twins (see the
+    // consistency note on the type: the disk changes before memory does, and memory changes only
+    // if the key's write generation, taken before the disk call, is still the same).
+
+    /// Decodes bytes read from disk and copies the value into memory unless the key was written
+    /// since `generation` was taken (before the disk read).
+    func backFill(_ data: Data, forKey key: String, generation: UInt64) throws -> Value {
+        let value = try diskCache.decode(Value.self, from: data)
+        memoryCache.setValue(value, forKey: key, cost: cost(of: value, byteCount: data.count),
+                             ifGeneration: generation)
+        return value
+    }
+
+    /// After a successful disk write: stores the value in memory unless another write on the
+    /// key came in since `generation` was taken (before the disk write); then the disk's last
+    /// value is unknown here, so memory forgets the key.
+    func storeInMemory(_ value: Value, byteCount: Int, forKey key: String, generation: UInt64) {
+        let cost = cost(of: value, byteCount: byteCount)
+        if !memoryCache.setValue(value, forKey: key, cost: cost, ifGeneration: generation) {
+            memoryCache.removeValue(forKey: key)
+        }
+    }
+
+    /// The memory cost of a value encoded in `byteCount` bytes.
+    func cost(of value: Value, byteCount: Int) -> Int {
+        guard let memoryCost else { return byteCount }
+        return max(0, memoryCost(value, byteCount))
     }
 }
 

@@ -30,7 +30,7 @@ nonisolated(unsafe) var opt = Options()
 
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
-        usage: yycache-bench [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|footprint]
+        usage: yycache-bench [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|async|footprint]
                [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]
                [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]
                [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)

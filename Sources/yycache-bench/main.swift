@@ -22,8 +22,12 @@ func run(_ group: String) {
     }
 }
 
+// The async group awaits from this top-level code (the main actor); the others are synchronous.
 if opt.group.isEmpty {
     for group in ["mem-int", "mem-str", "mixed", "disk-small", "disk-large"] { run(group) }
+    await benchAsync()
+} else if opt.group == "async" {
+    await benchAsync()
 } else {
     run(opt.group)
 }

@@ -1,6 +1,8 @@
 /* test_cache.c - the two-level cache from C: read-through, back-fill, write-through, removal. */
 #include "test_support.h"
 
+#include <sys/stat.h>
+
 typedef struct fixture {
     char *dir;
     yyc_cache *cache;
@@ -155,6 +157,100 @@ static void two_caches_on_one_path_share_the_disk_core(void **state) {
     expect_cached(f->cache, "shared", "yes");
 }
 
+static void memory_cost_of_an_entry_is_its_length(void **state) {
+    fixture *f = *state;
+    yyc_memcache *m = yyc_cache_memory(f->cache);
+    char value[300] = {0};
+    assert_int_equal(yyc_cache_set(f->cache, "a", value, 100), YYC_OK);
+    assert_int_equal(yyc_memcache_total_cost(m), 100);
+    assert_int_equal(yyc_cache_set(f->cache, "a", value, 300), YYC_OK); /* replaced */
+    assert_int_equal(yyc_memcache_total_cost(m), 300);
+    assert_int_equal(yyc_diskcache_set(yyc_cache_disk(f->cache), "b", value, 42, NULL, 0), YYC_OK);
+    void *out = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get(f->cache, "b", &out, &len), YYC_OK); /* back-filled */
+    yyc_free(out);
+    assert_int_equal(yyc_memcache_total_cost(m), 342);
+    /* So the cost limit bounds the memory tier. */
+    yyc_memcache_trim_to_cost(m, 100);
+    assert_int_equal(yyc_memcache_total_cost(m), 42);
+}
+
+static void memory_tier_is_bounded_by_default_by_a_quarter_of_available_memory(void **state) {
+    fixture *f = *state;
+    uint64_t available = yyc_available_memory();
+    assert_true(available > 0);
+    assert_int_equal(yyc_memcache_cost_limit(yyc_cache_memory(f->cache)), available / 4);
+}
+
+/* --- yyc_available_memory, on fixture folders */
+
+uint64_t yyc__available_memory_under(const char *root);
+
+/* Writes text to root/relative, creating the folders. */
+static void put_file(const char *root, const char *relative, const char *text) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", root, relative);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0700);
+        *p = '/';
+    }
+    FILE *file = fopen(path, "w");
+    assert_non_null(file);
+    fputs(text, file);
+    fclose(file);
+}
+
+static uint64_t physical(void) {
+    return (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static void available_memory_is_the_smallest_cgroup_v2_limit_on_the_path(void **state) {
+    (void)state;
+    char *root = test_temp_dir("memfix");
+    put_file(root, "proc/self/cgroup", "0::/user.slice/app.scope\n");
+    put_file(root, "sys/fs/cgroup/user.slice/app.scope/memory.max", "max\n");
+    put_file(root, "sys/fs/cgroup/user.slice/memory.max", "1073741824\n");
+    put_file(root, "sys/fs/cgroup/memory.max", "2147483648\n");
+    assert_int_equal(yyc__available_memory_under(root), 1073741824ull);
+    put_file(root, "sys/fs/cgroup/user.slice/app.scope/memory.max", "536870912\n");
+    assert_int_equal(yyc__available_memory_under(root), 536870912ull);
+    /* A limit above physical memory is no limit. */
+    put_file(root, "sys/fs/cgroup/user.slice/app.scope/memory.max", "max\n");
+    put_file(root, "sys/fs/cgroup/user.slice/memory.max", "max\n");
+    put_file(root, "sys/fs/cgroup/memory.max", "18446744073709551615\n");
+    assert_int_equal(yyc__available_memory_under(root), physical());
+    test_rm_rf(root);
+    free(root);
+}
+
+static void available_memory_falls_back_to_cgroup_v1_then_physical_memory(void **state) {
+    (void)state;
+    char *root = test_temp_dir("memfix");
+    /* Hybrid: the unified hierarchy has no memory controller; v1's memory line has others too. */
+    put_file(root, "proc/self/cgroup",
+             "9:name=systemd:/\n4:cpu,memory:/box/inner\n0::/\n");
+    put_file(root, "sys/fs/cgroup/memory/box/memory.limit_in_bytes", "268435456\n");
+    assert_int_equal(yyc__available_memory_under(root), 268435456ull);
+    /* The container's view lacks its own path: the limits of the folders that exist count. */
+    put_file(root, "proc/self/cgroup", "4:memory:/not/in/this/view\n");
+    put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
+    assert_int_equal(yyc__available_memory_under(root), physical()); /* v1's "no limit" */
+    put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "134217728\n");
+    assert_int_equal(yyc__available_memory_under(root), 134217728ull);
+    /* Garbage, empty files, no /proc at all: physical memory. */
+    put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "12abc\n");
+    assert_int_equal(yyc__available_memory_under(root), physical());
+    put_file(root, "sys/fs/cgroup/memory/memory.limit_in_bytes", "");
+    assert_int_equal(yyc__available_memory_under(root), physical());
+    put_file(root, "proc/self/cgroup", "garbage without colons\n::\n");
+    assert_int_equal(yyc__available_memory_under(root), physical());
+    assert_int_equal(yyc__available_memory_under("/nonexistent-root"), physical());
+    test_rm_rf(root);
+    free(root);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(set_writes_through_to_both_tiers, setup, teardown),
     cmocka_unit_test_setup_teardown(disk_hit_is_back_filled_into_memory, setup, teardown),
@@ -165,6 +261,11 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(empty_value_round_trips, setup, teardown),
     cmocka_unit_test_setup_teardown(bad_input_gets_a_clear_status, setup, teardown),
     cmocka_unit_test_setup_teardown(two_caches_on_one_path_share_the_disk_core, setup, teardown),
+    cmocka_unit_test_setup_teardown(memory_cost_of_an_entry_is_its_length, setup, teardown),
+    cmocka_unit_test_setup_teardown(memory_tier_is_bounded_by_default_by_a_quarter_of_available_memory,
+                                    setup, teardown),
+    cmocka_unit_test(available_memory_is_the_smallest_cgroup_v2_limit_on_the_path),
+    cmocka_unit_test(available_memory_falls_back_to_cgroup_v1_then_physical_memory),
 };
 
 YYC_TEST_MAIN(tests)

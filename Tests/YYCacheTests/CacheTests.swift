@@ -1,4 +1,6 @@
+import CYYCache
 import Foundation
+import Synchronization
 import Testing
 
 @testable import YYCache
@@ -24,7 +26,57 @@ import Testing
         #expect(!cache.memoryCache.containsValue(forKey: "k"))
         #expect(try cache.value(forKey: "k") == "from disk")
         #expect(cache.memoryCache.value(forKey: "k") == "from disk")
-        #expect(cache.memoryCache.totalCost == 0)  // back-filled with cost 0
+        // Back-filled with its encoded size as the cost.
+        #expect(cache.memoryCache.totalCost == (try cache.diskCache.data(forKey: "k"))?.count)
+    }
+
+    // MARK: Memory cost
+
+    @Test func memoryCostOfAnEntryIsItsEncodedSize() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        try cache.setValue(Data(count: 1000), forKey: "a")
+        #expect(cache.memoryCache.totalCost == 1000)
+        try cache.setValue(Data(count: 10), forKey: "a")
+        #expect(cache.memoryCache.totalCost == 10)
+        let strings = try Cache<String>(path: folder.appending("strings"))
+        try strings.setValue(String(repeating: "x", count: 500), forKey: "s")
+        let encoded = try #require(try strings.diskCache.data(forKey: "s"))
+        #expect(strings.memoryCache.totalCost == encoded.count)
+        #expect(encoded.count >= 500)
+    }
+
+    @Test func aCostFunctionReplacesTheEncodedSize() throws {
+        let folder = TemporaryFolder()
+        let seen = Mutex<[Int]>([])
+        let cache = try Cache<[Int]>(path: folder.path) { value, encodedByteCount in
+            seen.withLock { $0.append(encodedByteCount) }
+            return value.count == 0 ? -5 : value.count * 1000
+        }
+        try cache.setValue([1, 2, 3], forKey: "a")
+        #expect(cache.memoryCache.totalCost == 3000)
+        try cache.setValue([], forKey: "empty")
+        #expect(cache.memoryCache.totalCost == 3000)  // a negative cost counts as 0
+        cache.memoryCache.removeAllValues()
+        #expect(try cache.value(forKey: "a") == [1, 2, 3])  // back-filled with the function's cost
+        #expect(cache.memoryCache.totalCost == 3000)
+        let sizes = seen.withLock { $0 }
+        #expect(sizes.count == 3)
+        #expect(sizes[0] == (try cache.diskCache.data(forKey: "a"))?.count)
+        #expect(sizes[2] == sizes[0])
+    }
+
+    @Test func theMemoryTierIsBoundedByDefaultAtAQuarterOfAvailableMemory() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        let available = yyc_available_memory()
+        #expect(available > 0)
+        #expect(cache.memoryCache.costLimit == Int(available / 4))
+        // And the limit works on real costs: trimming to it keeps what fits.
+        for i in 0..<10 { try cache.setValue(Data(count: 100), forKey: "k\(i)") }
+        cache.memoryCache.trim(toCost: 350)
+        #expect(cache.memoryCache.totalCount == 3)
+        #expect(try cache.value(forKey: "k0") == Data(count: 100))  // still on disk
     }
 
     @Test func readsPreferMemory() throws {
@@ -92,6 +144,29 @@ import Testing
         let error = #expect(throws: CacheError.self) { try cache.setValue(2, forKey: "k") }
         #expect(error?.code == .closed)
         #expect(cache.memoryCache.value(forKey: "k") == nil)
+    }
+
+    /// Another writer's set lands while this set's disk write is in flight (from the file name
+    /// function, which runs during the write), then this write fails: memory must keep the
+    /// newer value.
+    @Test func aFailedDiskWriteNeverRemovesANewerValue() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Data>(path: folder.path)
+        let big = Data(count: 30_000)  // above the inline threshold: the file name function runs
+        let newer = Data([2])
+        final class Once: Sendable { let done = Atomic<Bool>(false) }
+        let once = Once()
+        cache.diskCache.fileName = { key in
+            guard !once.done.exchange(true, ordering: .sequentiallyConsistent) else { return nil }
+            try? cache.setValue(newer, forKey: key)  // the other writer (inline: no file name)
+            return "../not-a-file-name"  // makes this write fail
+        }
+        defer { cache.diskCache.fileName = nil }
+        let error = #expect(throws: CacheError.self) { try cache.setValue(big, forKey: "k") }
+        #expect(error?.code == .invalidArgument)
+        #expect(cache.memoryCache.value(forKey: "k") == newer)
+        #expect(try cache.value(forKey: "k") == newer)
+        #expect(try cache.diskCache.data(forKey: "k") == newer)
     }
 
     @Test func decodingFailuresThrowDecoding() throws {
@@ -202,6 +277,25 @@ import Testing
         await #expect(throws: CacheError.self) { try await cache.setValue(ada, forKey: "") }
     }
 
+    /// A memory hit of the async twins runs on the caller's executor: awaited from an actor, it
+    /// never leaves the actor (its executor is asked to run nothing; a twin that hopped to the
+    /// global executor would have to be enqueued there again to return).
+    @Test func asyncMemoryHitsDoNotHopOffTheCallersExecutor() async throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        try await cache.setValue(7, forKey: "k")
+        let probe = ExecutorProbe()
+        let (value, contained, hops) = try await probe.memoryHit(cache)
+        #expect(value == 7)
+        #expect(contained)
+        #expect(hops == 0, "the memory hit left the caller's executor \(hops) times")
+        // The probe does see hops: a disk read leaves for the disk queue and comes back.
+        cache.memoryCache.removeAllValues()
+        let (fromDisk, _, diskHops) = try await probe.memoryHit(cache)
+        #expect(fromDisk == 7)
+        #expect(diskHops > 0)
+    }
+
     @Test func cancelledAsyncCallsDoNothing() async throws {
         let folder = TemporaryFolder()
         let cache = try Cache<Int>(path: folder.path)
@@ -252,5 +346,37 @@ import Testing
         #expect(child.terminationStatus == 0)
 
         #expect(try cache.value(forKey: "from child") == "hello parent")
+    }
+}
+
+/// A serial executor that counts the jobs it is given (each is one arrival on the actor).
+final class CountingExecutor: SerialExecutor {
+    let queue = DispatchQueue(label: "yycache-tests.counting-executor")
+    let enqueued = Atomic<Int>(0)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        enqueued.add(1, ordering: .sequentiallyConsistent)
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedSerialExecutor()) }
+    }
+
+    func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+}
+
+/// An actor on a ``CountingExecutor``: how many times a call made on it had to come back.
+actor ExecutorProbe {
+    let executor = CountingExecutor()
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Awaits the async `value(forKey: "k")` and `containsValue(forKey: "k")`; returns their
+    /// results and the jobs the actor's executor received meanwhile.
+    func memoryHit(_ cache: Cache<Int>) async throws -> (Int?, Bool, Int) {
+        let before = executor.enqueued.load(ordering: .sequentiallyConsistent)
+        let value = try await cache.value(forKey: "k")
+        let contained = await cache.containsValue(forKey: "k")
+        return (value, contained, executor.enqueued.load(ordering: .sequentiallyConsistent) - before)
     }
 }

@@ -1,14 +1,25 @@
 /*
  * yycache/cache.h - the two-level cache (YYCache): a memory cache in front of a disk cache.
  *
- * Reads go to memory first, then to disk; a disk hit is copied back into memory (cost 0).
- * Writes and removals go to memory first, then to disk. The memory cache holds its own copies
- * of the bytes (reference-counted buffers released through the core's callbacks).
+ * Reads go to memory first, then to disk; a disk hit is copied back into memory. Writes and
+ * removals go to disk first, then to memory. The memory cache holds its own copies of the bytes
+ * (reference-counted buffers released through the core's callbacks); an entry's cost is the
+ * value's length in bytes, and the memory tier's cost limit defaults to a quarter of
+ * yyc_available_memory() (change it through yyc_cache_memory).
  *
- * Thread safety: every function is thread-safe (each tier has its own lock; the pair of
- * operations is not atomic, as in YYCache). Blocking: every call may touch the disk, except
- * yyc_cache_memory / yyc_cache_disk. Errors: calls returning an error record details for
- * yyc_last_error().
+ * Consistency guarantee: once yyc_cache_set or yyc_cache_remove on a key (or
+ * yyc_cache_remove_all) has returned, no later yyc_cache_get on that key through this
+ * yyc_cache returns an older value or the removed one, whatever other threads are doing; once
+ * every call has returned, the memory tier holds no value other than the disk's (a key is in
+ * memory with the disk's value, or not at all). A failed disk write never removes a value
+ * that another thread set meanwhile. Calls that overlap are ordered as if one ran before the
+ * other. This holds for the calls of this API; writes made directly to the tiers
+ * (yyc_cache_memory / yyc_cache_disk), to another yyc_cache on the same path or from another
+ * process bypass it (the memory tier may keep serving what it holds).
+ *
+ * Thread safety: every function is thread-safe (each tier has its own lock; the cache adds
+ * none). Blocking: every call may touch the disk, except yyc_cache_memory / yyc_cache_disk and a
+ * get served from memory. Errors: calls returning an error record details for yyc_last_error().
  */
 #ifndef YYCACHE_CACHE_H
 #define YYCACHE_CACHE_H
@@ -42,20 +53,31 @@ YYC_API yyc_diskcache *yyc_cache_disk(yyc_cache *c);
  * errors of the disk tier. *out_value / *out_len are NULL / 0 on anything but YYC_OK.
  * Ownership: key is borrowed. */
 YYC_API int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len);
-/* Copies the value into both tiers (memory first). If the disk write fails, the key is also
- * removed from the memory tier (the disk keeps its previous value) and the disk's error is
- * returned. Returns: YYC_OK, YYC_EINVAL (NULL cache or key, empty key, NULL value with len > 0),
- * YYC_ENOMEM, errors of the disk tier. Ownership: key and value are copied. */
+/* Copies the value into both tiers (disk first; memory with cost len). If the disk write fails,
+ * the disk keeps its previous value, the key is removed from the memory tier unless another
+ * write on it came in meanwhile, and the disk's error is returned. If another write on the key
+ * overlaps, the memory tier may forget the key instead of storing the value (the next get reads
+ * the disk). Returns: YYC_OK, YYC_EINVAL (NULL cache or key, empty key, NULL value with
+ * len > 0), YYC_ENOMEM, errors of the disk tier. Ownership: key and value are copied. */
 YYC_API int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len);
 /* Memory or disk; changes neither LRU order nor access time. false for a NULL cache or key, an
  * empty key, or a disk error. */
 YYC_API bool yyc_cache_contains(yyc_cache *c, const char *key);
-/* Removes the key from both tiers. Returns: YYC_OK (also when absent or for an empty key),
- * YYC_EINVAL (NULL cache or key), errors of yyc_diskcache_remove. */
+/* Removes the key from both tiers (disk first). On a disk error the memory tier forgets the key
+ * unless another write on it came in meanwhile. Returns: YYC_OK (also when absent or for an
+ * empty key), YYC_EINVAL (NULL cache or key), errors of yyc_diskcache_remove. */
 YYC_API int yyc_cache_remove(yyc_cache *c, const char *key);
-/* Empties both tiers. Returns: YYC_OK, YYC_EINVAL (NULL cache), errors of
- * yyc_diskcache_remove_all. */
+/* Empties both tiers (disk first; memory also when the disk fails). Returns: YYC_OK, YYC_EINVAL
+ * (NULL cache), errors of yyc_diskcache_remove_all. */
 YYC_API int yyc_cache_remove_all(yyc_cache *c);
+
+/* The memory the process may use, in bytes: the smallest of physical memory
+ * (sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE)) and the memory limit of the process's cgroup
+ * and its ancestors (cgroup v2 memory.max, "max" meaning none; else cgroup v1
+ * memory.limit_in_bytes), read from /proc/self/cgroup and /sys/fs/cgroup. 0 when unknown.
+ * Thread-safe; reads those files on every call (no caching: limits may change). The default
+ * memory limit of the two-level caches (C and Swift) is a quarter of it. */
+YYC_API uint64_t yyc_available_memory(void);
 
 #ifdef __cplusplus
 }

@@ -171,6 +171,42 @@ YYC_API int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, v
 YYC_API int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len,
                                     void *out_value);
 
+/* Write generations: conditional writes for a caller that fills the cache from a slower store
+ * it also writes (the two-level cache, yyc_cache, does). A key's generation is a number that
+ * changes every time the key is written through this cache: set, set_inline, remove (even of an
+ * absent key), remove_all (also when a memory warning or entering the background calls it), and
+ * the conditional calls below when they store or remove. Evictions (count limit, trims, the
+ * auto-trim) and reads do not change it.
+ * Keys share their generation with the others of one of 256 stripes (by a seeded hash), so a
+ * generation may also change when another key is written: a conditional call may refuse
+ * although the key itself was not written (never the reverse).
+ * The pattern: g = yyc_memcache_generation(key); read the store; then
+ * yyc_memcache_set_if_generation(key, value, g): the value is stored only if no write on the key
+ * happened meanwhile, so a fill can never overwrite a newer value or bring back a removed one.
+ * Tracking starts with the first call of yyc_memcache_generation (before it, writes do not hash
+ * their key a second time); it costs one hash of the key per write after that.
+ *
+ * yyc_memcache_generation returns key's current generation (0 for a NULL cache, or a NULL key
+ * with key_len > 0). Thread-safe; takes the lock; never fails. Ownership: key is borrowed. */
+YYC_API uint64_t yyc_memcache_generation(yyc_memcache *c, const void *key, size_t key_len);
+
+/* yyc_memcache_set (pointer caches) or yyc_memcache_set_inline (inline caches), done only if
+ * key's generation is still `generation`; otherwise nothing changes (an inline value is then not
+ * taken: the caller still owns it). *out_stored (may be NULL) says which happened.
+ * Returns: what the unconditional call returns (YYC_OK also when the generation differed);
+ * *out_stored is false on any error. Ownership: as in the unconditional calls. */
+YYC_API int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                           void *value, size_t cost, uint64_t generation,
+                                           bool *out_stored);
+YYC_API int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key,
+                                                  size_t key_len, const void *value, size_t cost,
+                                                  uint64_t generation, bool *out_stored);
+
+/* yyc_memcache_remove, done only if key's generation is still `generation` (then it changes).
+ * Returns: YYC_OK (also when the generation differed or the key was absent), YYC_EINVAL. */
+YYC_API int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                              uint64_t generation);
+
 /* Whether key has an entry. Does not change LRU order or the entry's time.
  * Returns: true or false (false for a NULL cache). */
 YYC_API bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len);
