@@ -42,6 +42,7 @@ extension MemoryCache {
                 }
                 if !stored { typed.deinitialize(count: 1) }
             }
+            releaseHandedBackValues()
             return stored
         }
         // The C core retains what it stores; our reference ends after the call.
@@ -54,6 +55,7 @@ extension MemoryCache {
                     handle, $0.baseAddress, $0.count, pointer, cCost, generation, &stored)
             }
         }
+        releaseHandedBackValues()
         return stored
     }
 
@@ -65,5 +67,6 @@ extension MemoryCache {
         _ = key.withCacheKeyBytes {
             yyc_memcache_remove_if_generation(handle, $0.baseAddress, $0.count, generation)
         }
+        releaseHandedBackValues()
     }
 }
