@@ -3,9 +3,9 @@
 #   make test    install missing Debian packages (as root), build everything, run every test:
 #                C library and C tests under ctest plain, under ASan+UBSan and under TSan; header
 #                hygiene; exported symbols; version; the installed package used by a CMake and a
-#                pkg-config consumer; Swift build (warnings are errors), swift test plain and
-#                under TSan; the benchmark smoke run. Runs every step, prints a summary, fails if
-#                any step failed.
+#                pkg-config consumer; Swift build (warnings are errors); every code block of
+#                README.md built and run; swift test plain and under TSan; the benchmark smoke
+#                run. Runs every step, prints a summary, fails if any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #   make docs    the documentation site in build/docs/: DocC for the Swift API and its articles
@@ -24,10 +24,10 @@
 #                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency).
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
-# asan | tsan | fuzz-smoke | swift-build | docs | swift-test | swift-tsan | bench-smoke. Others:
-# help (lists them). fuzz-smoke builds the fuzz targets with the Swift toolchain's clang
-# (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every committed corpus file
-# and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
+# asan | tsan | fuzz-smoke | swift-build | readme | docs | swift-test | swift-tsan |
+# bench-smoke. Others: help (lists them). fuzz-smoke builds the fuzz targets with the Swift
+# toolchain's clang (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every
+# committed corpus file and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
 # make soak also runs test_fault_loop through every fault point with every error
 # (YYC_FAULT_POINTS_MAX=0; `make test` runs a sample of each operation's points).
@@ -97,10 +97,10 @@ APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
 TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
-              docs swift-test swift-tsan bench-smoke
+              readme docs swift-test swift-tsan bench-smoke
 
 .PHONY: help test bench deps docs swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
-        headers symbols version-check consumer bench-smoke release format clean \
+        headers symbols version-check consumer readme bench-smoke release format clean \
         need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak
 
 help:
@@ -252,6 +252,15 @@ version-check: lib-dev
 # with find_package(YYCache) and with pkg-config against each.
 consumer: lib-dev lib-static
 	$(TOOLS_ENV) CMAKE=$(CMAKE) scripts/consumer-test.sh $(DEV_DIR) $(STATIC_DIR)
+
+# Every code block of README.md, built and run as a user would (scripts/readme-examples.py):
+# the Swift quick start as a SwiftPM package that depends on this checkout by path (kept in
+# $(SWIFT_SCRATCH)/readme-app so that SwiftPM rebuilds only what changed), the C ones against
+# the dev build installed to a temporary prefix, the CMake one in a tiny project, and the shell
+# ones, the inspector's included, on the cache the Swift example left. Blocks marked "not run"
+# are skipped; a block with no marker fails the step.
+readme: lib-dev need-swift
+	CMAKE=$(CMAKE) README_APP_DIR=$(abspath $(SWIFT_SCRATCH))/readme-app scripts/readme-examples.py $(DEV_DIR)
 
 # --- documentation ------------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@
 # the license in share/doc/yycache),
 # move the prefix elsewhere (nothing may hard-code the install path), then build and run
 # Tests/CMakeConsumer/main.c twice: with its CMakeLists.txt (find_package(YYCache)) and with
-# `pkg-config --cflags --libs yycache` (`--static` for a static library).
+# `pkg-config --cflags --libs yycache` (`--static` for a static library). (README.md's examples
+# are built by scripts/readme-examples.py, the `readme` step.)
 # Environment: CC (default cc), CMAKE (default cmake), KEEP=1 keeps the temporary folder.
 set -euo pipefail
 
@@ -116,27 +117,7 @@ consume() {
     echo "consumer: $kind library, pkg-config ${static_flag:+$static_flag }yycache ($version): ok"
 }
 
-# The README's app.c, against the shared install: the first ```c block after "## Use from C" in
-# README.md must build with the README's pkg-config line and print "hello".
-readme_example() {
-    local prefix="$work/moved-shared" pcdir out
-    pcdir="$(dirname "$(find "$prefix" -name yycache.pc -print -quit)")"
-    awk '/^## Use from C/ {sec = 1} sec && /^```c$/ {on = 1; next} on && /^```$/ {exit}
-         on {print}' "$src/README.md" \
-        | sed "s|/tmp/app-cache|$work/app-cache|" >"$work/app.c"
-    [ -s "$work/app.c" ] || fail "README.md has no \`\`\`c example"
-    # shellcheck disable=SC2046 # pkg-config output is meant to split
-    run "$work/readme-build.log" "$CC" -std=c99 -Wall -Wextra -pedantic -Werror "$work/app.c" \
-        $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs yycache) \
-        -Wl,-rpath,"$(PKG_CONFIG_PATH="$pcdir" pkg-config --variable=libdir yycache)" \
-        -o "$work/app"
-    out="$("$work/app")" || fail "the README example failed"
-    [ "$out" = hello ] || fail "the README example printed '$out', not 'hello'"
-    echo "consumer: README.md's app.c builds with pkg-config and runs: ok"
-}
-
 consume "$1" shared
-readme_example
 if [ $# -ge 2 ]; then
     consume "$2" static
 fi
