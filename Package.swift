@@ -43,6 +43,13 @@ let package = Package(
             dependencies: ["YYCache"],
             path: "Sources/yycache-bench"
         ),
+        // The smallest program using MemoryCache and DiskCache: `make foundation-check` checks
+        // from its binary that the library does not link full Foundation.
+        .executableTarget(
+            name: "yycache-size-probe",
+            dependencies: ["YYCache"],
+            path: "Sources/yycache-size-probe"
+        ),
         .testTarget(
             name: "YYCacheTests",
             dependencies: ["YYCache", "CYYCache"],
