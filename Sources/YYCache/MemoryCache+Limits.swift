@@ -1,5 +1,10 @@
 import CYYCache
-import Foundation
+import Dispatch
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension MemoryCache {
     /// The maximum number of entries (a soft limit). Default `Int.max`: no limit.

@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A fast, thread-safe, in-memory key-value cache with least-recently-used eviction
 /// (YYMemoryCache).
