@@ -3,9 +3,10 @@
 #   make test    install missing Debian packages (as root), build everything, run every test:
 #                C library and C tests under ctest plain, under ASan+UBSan and under TSan; header
 #                hygiene; exported symbols; version; the installed package used by a CMake and a
-#                pkg-config consumer; Swift build (warnings are errors); every code block of
-#                README.md built and run; swift test plain and under TSan; the benchmark smoke
-#                run. Runs every step, prints a summary, fails if any step failed.
+#                pkg-config consumer; Swift build (warnings are errors), the library linking no
+#                full Foundation; every code block of README.md built and run; swift test plain
+#                and under TSan; the benchmark smoke run. Runs every step, prints a summary,
+#                fails if any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #   make docs    the documentation site in build/docs/: DocC for the Swift API and its articles
@@ -24,10 +25,10 @@
 #                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency).
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
-# asan | tsan | fuzz-smoke | swift-build | readme | docs | swift-test | swift-tsan |
-# bench-smoke. Others: help (lists them). fuzz-smoke builds the fuzz targets with the Swift
-# toolchain's clang (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays every
-# committed corpus file and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
+# asan | tsan | fuzz-smoke | swift-build | foundation-check | readme | docs | swift-test |
+# swift-tsan | bench-smoke. Others: help (lists them). fuzz-smoke builds the fuzz targets with
+# the Swift toolchain's clang (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays
+# every committed corpus file and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
 # make soak also runs test_fault_loop through every fault point with every error
 # (YYC_FAULT_POINTS_MAX=0; `make test` runs a sample of each operation's points).
@@ -97,11 +98,12 @@ APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
 TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
-              readme docs swift-test swift-tsan bench-smoke
+              foundation-check readme docs swift-test swift-tsan bench-smoke
 
 .PHONY: help test bench deps docs swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
         headers symbols version-check consumer readme bench-smoke release format clean \
-        need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak
+        need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak \
+        foundation-check
 
 help:
 	@echo "make test    build everything and run every test (what CI runs: .ci/run)"
@@ -177,6 +179,26 @@ swift-build: deps need-swift
 	if grep -E '^$(CURDIR)/(Sources|Tests|include|Benchmarks)/[^:]+:[0-9]+:[0-9]+: warning:' \
 	    $(BUILD_DIR)/swift-build.log; then \
 	  echo "swift-build: warnings in our sources (above) are errors" >&2; exit 1; fi
+
+# The library must not link full Foundation (libFoundation.so, and through it
+# libFoundationInternationalization.so and the ICU data, lib_FoundationICU.so): FoundationEssentials
+# is enough (Package.swift says why). Reads the libraries that the debug build's
+# yycache-size-probe (MemoryCache and DiskCache, no Foundation import of its own) needs.
+# FOUNDATION_PROBE=path checks another binary.
+FOUNDATION_PROBE ?=
+foundation-check: swift-build
+	@probe="$(FOUNDATION_PROBE)"; \
+	if [ -z "$$probe" ]; then \
+	  probe="$$($(SWIFT) build $(SWIFT_DEBUG_FLAGS) --show-bin-path)/yycache-size-probe"; fi; \
+	echo "foundation-check: ldd $$probe"; \
+	libs=$$(ldd "$$probe") || { echo "foundation-check: ldd failed" >&2; exit 1; }; \
+	if grep -E 'lib(Foundation|FoundationInternationalization|_FoundationICU)\.so' <<<"$$libs"; then \
+	  echo "foundation-check: the YYCache library links full Foundation (above); import" \
+	       "FoundationEssentials instead (see Package.swift)" >&2; exit 1; fi; \
+	grep -q 'libFoundationEssentials\.so' <<<"$$libs" \
+	  || { echo "foundation-check: $$probe does not link FoundationEssentials: not the probe?" >&2; \
+	       exit 1; }; \
+	echo "foundation-check: links FoundationEssentials only, not full Foundation or ICU"
 
 # Runs Swift Testing, and XCTest only when a test imports it (otherwise it just reports 0 tests).
 # The "started" lines of Swift Testing are left out of the terminal (results, failures and the

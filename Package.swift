@@ -32,6 +32,16 @@ let package = Package(
                 .linkedLibrary("m"),
             ]
         ),
+        // Imports FoundationEssentials (`#if canImport(FoundationEssentials)`, else Foundation on
+        // Apple platforms), Dispatch and Synchronization, never full Foundation on Linux: full
+        // Foundation links libFoundation.so, libFoundationInternationalization.so and the ~40 MB
+        // ICU data (lib_FoundationICU.so) into every app. Essentials has all the library uses:
+        // Data, Date, UUID, ProcessInfo, LocalizedError, JSON and property-list coders. The two
+        // things it lacks are replaced: NSLock by a pthread mutex (Protected.swift; not Mutex,
+        // which ThreadSanitizer cannot see) and Thread.isMainThread by gettid() == getpid()
+        // (MainQueue.swift). `make foundation-check` fails if yycache-size-probe links full
+        // Foundation. Full Foundation stays in the tests and in yycache-bench (its reference
+        // point is a Dictionary behind an NSLock; it formats with String(format:)).
         .target(
             name: "YYCache",
             dependencies: ["CYYCache"],
@@ -42,6 +52,13 @@ let package = Package(
             name: "yycache-bench",
             dependencies: ["YYCache"],
             path: "Sources/yycache-bench"
+        ),
+        // The smallest program using MemoryCache and DiskCache: `make foundation-check` checks
+        // from its binary that the library does not link full Foundation.
+        .executableTarget(
+            name: "yycache-size-probe",
+            dependencies: ["YYCache"],
+            path: "Sources/yycache-size-probe"
         ),
         .testTarget(
             name: "YYCacheTests",

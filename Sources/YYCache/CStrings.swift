@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Helpers that pass Swift strings and bytes to the disk layers' C functions.
 enum CStrings {

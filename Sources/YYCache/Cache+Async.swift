@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // Async twins: the memory part runs synchronously in the calling task (it never blocks for
 // long), the disk part through DiskCache's async twins (off the cooperative pool). The order
@@ -12,7 +16,7 @@ extension Cache {
     /// - Returns: `true` if memory or disk has the value (`false` when the task was cancelled
     ///   before the disk check).
     ///
-    /// Like ``value(forKey:)``, it runs on the caller's executor: a memory hit needs no hop.
+    /// Like the synchronous `value(forKey:)`, it runs on the caller's executor: a memory hit needs no hop.
     nonisolated(nonsending)
     public func containsValue(forKey key: String) async -> Bool {
         guard CStrings.isStorableKey(key) else { return false }

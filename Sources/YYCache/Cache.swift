@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A two-level cache (YYCache): a ``MemoryCache`` in front of a ``DiskCache``.
 ///
@@ -7,8 +11,8 @@ import Foundation
 /// removals go to disk, then to memory. Each tier has its own lock, and the `Cache` adds none.
 /// Configure limits on ``memoryCache`` and ``diskCache`` directly.
 ///
-/// **Consistency.** Once a ``setValue(_:forKey:)`` or ``removeValue(forKey:)`` on a key (or a
-/// ``removeAllValues()``) has returned, no later read of that key through this `Cache`
+/// **Consistency.** Once a `setValue(_:forKey:)` or `removeValue(forKey:)` on a key (or a
+/// `removeAllValues()`) has returned, no later read of that key through this `Cache`
 /// returns an older value or the removed one, whatever other threads or tasks are doing, sync
 /// and async twins alike; once every call has returned, the memory tier holds nothing but the
 /// disk's value (a key is in memory with the disk's value, or not at all). A failed disk

@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // `localizedDescription` (and so `print(error.localizedDescription)`, alerts and logs that use
 // it) shows the code and the message instead of Foundation's "The operation could not be

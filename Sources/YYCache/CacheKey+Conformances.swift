@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // Every conformance is @inlinable so that a MemoryCache specialized in the client module reads
 // the key bytes without a witness-table call.

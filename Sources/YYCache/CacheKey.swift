@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A key of a ``MemoryCache``: any hashable value that can present itself as bytes.
 ///

@@ -1,5 +1,3 @@
-import Foundation
-
 /// Describes coder errors without the values they may quote (messages never contain keys or
 /// values): the error's kind and coding path only.
 enum CoderFailure {

@@ -1,6 +1,10 @@
 import CYYCache
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // Async twins, one per synchronous method (same labels and defaults): in async code they are
 // the ones chosen, and they need `await` (see "Synchronous and async spellings" on DiskCache).

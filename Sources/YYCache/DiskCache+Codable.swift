@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension DiskCache {
     /// The value stored for `key`, decoded with ``coder`` (`Data` is returned as stored, like

@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension DiskCache {
     /// Whether `key` has a value. Does not change the access time.

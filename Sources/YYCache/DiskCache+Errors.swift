@@ -8,7 +8,7 @@ extension DiskCache {
     /// auto-trim, and the errors that calls throw. Default `nil`.
     ///
     /// The reports belong to the core, like the limits: every `DiskCache` object on the path
-    /// that has a handler (or a ``reportedErrors()`` stream) receives the core's reports,
+    /// that has a handler (or a ``reportedErrors(bufferSize:)`` stream) receives the core's reports,
     /// whichever object's call found the problem. A manifest rebuilt while the folder was
     /// opened, before anyone listened, is reported to the first handler or stream when it is
     /// set. The handler runs on the thread that hit the error or on the library's background

@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // Core-wide settings: every DiskCache object on the same path sees the same values. After
 // close() the getters answer the defaults and the setters do nothing.
@@ -17,7 +21,7 @@ extension DiskCache {
         }
         set {
             _ = withOpenCore { core in
-                CStrings.withOptional(newValue.map { $0.replacingOccurrences(of: "\0", with: "") }) {
+                CStrings.withOptional(newValue.map { $0.filter { $0 != "\0" } }) {
                     yyc_diskcache_set_name(core, $0)
                 }
             }

@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A thread-safe disk cache (YYDiskCache): small values inline in SQLite, large ones in files,
 /// `Codable` archiving, count/cost/age/free-space limits and `async` twins.

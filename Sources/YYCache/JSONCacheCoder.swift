@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A ``CacheCoder`` that stores values as JSON (`JSONEncoder`/`JSONDecoder`). The default coder.
 ///

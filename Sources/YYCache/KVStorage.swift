@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Key-value storage on SQLite and files (YYKVStorage): the layer under ``DiskCache``.
 ///

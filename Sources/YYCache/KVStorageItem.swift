@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One stored item of a ``KVStorage`` (YYKVStorageItem): a plain value.
 public struct KVStorageItem: Sendable, Equatable {

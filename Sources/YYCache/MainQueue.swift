@@ -1,5 +1,12 @@
 import Dispatch
-import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// "The main thread" for ``MemoryCache/releasesValuesOnMainThread``: the main thread itself, or
 /// whatever thread is running `DispatchQueue.main` (on Linux, `dispatchMain()` and an async
@@ -15,6 +22,27 @@ enum MainQueue {
     /// Whether the caller runs on the main thread or on the main queue.
     static var isCurrent: Bool {
         guard marked else { return false }
-        return Thread.isMainThread || DispatchQueue.getSpecific(key: key) == true
+        return isMainThread || DispatchQueue.getSpecific(key: key) == true
     }
+
+    /// Whether the caller is the process's main thread (what Foundation's `Thread.isMainThread`
+    /// answers, without linking full Foundation for it).
+    private static var isMainThread: Bool {
+        #if canImport(Darwin)
+            return pthread_main_np() != 0
+        #else
+            // Linux: the main thread's thread ID is the process ID. Glibc declares gettid(2)
+            // only under _GNU_SOURCE, which Swift's Glibc module does not define, so it is
+            // looked up once (glibc >= 2.30 and musl >= 1.2.2 export it).
+            guard let gettid = threadID else { return false }
+            return gettid() == getpid()
+        #endif
+    }
+
+    #if !canImport(Darwin)
+        private static let threadID: (@convention(c) () -> pid_t)? = {
+            guard let symbol = dlsym(dlopen(nil, RTLD_LAZY), "gettid") else { return nil }
+            return unsafeBitCast(symbol, to: (@convention(c) () -> pid_t).self)
+        }()
+    #endif
 }

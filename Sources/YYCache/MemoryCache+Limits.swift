@@ -1,5 +1,10 @@
 import CYYCache
-import Foundation
+import Dispatch
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension MemoryCache {
     /// The maximum number of entries (a soft limit). Default `Int.max`: no limit.
@@ -101,7 +106,7 @@ extension MemoryCache where Value: Sendable {
     ///
     /// Only where `Value: Sendable`: a cache of other values releases them on its callers'
     /// threads only (see "Values that are not `Sendable`" on ``MemoryCache``). A cache created
-    /// by the general ``MemoryCache/init(name:)`` (in a generic context) reads `false`; setting
+    /// by the general `init(name:)` (in a generic context) reads `false`; setting
     /// this property (either way) gives it the `Sendable` behaviour, background trims included.
     ///
     /// The corresponding C functions are `yyc_memcache_release_asynchronously` and

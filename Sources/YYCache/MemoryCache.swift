@@ -1,5 +1,9 @@
 import CYYCache
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A fast, thread-safe, in-memory key-value cache with least-recently-used eviction
 /// (YYMemoryCache).
@@ -34,11 +38,11 @@ import Foundation
 /// `Value` is `Sendable` (so a non-`Sendable` value's `deinit` never runs concurrently with
 /// the code that owns the cache). Which rule applies is fixed where the cache is created:
 ///
-/// - ``init(name:)`` where `Value: Sendable` is statically known gives YYMemoryCache's
+/// - `init(name:)` where `Value: Sendable` is statically known gives YYMemoryCache's
 ///   behaviour: values are released on the library's background worker by default
 ///   (``releasesValuesAsynchronously``), and the entries removed by background trims (the cost
 ///   limit, the auto-trim) are released there too.
-/// - ``init(name:)`` for any other `Value` (a non-`Sendable` class, or a generic `Value` not
+/// - `init(name:)` for any other `Value` (a non-`Sendable` class, or a generic `Value` not
 ///   constrained to `Sendable`) releases values only in the calls of the cache's users, on
 ///   their thread: a removed, replaced, evicted or trimmed value is released before the call
 ///   returns, and the entries that the background worker evicts (cost limit, auto-trim) are
@@ -56,7 +60,7 @@ import Foundation
 /// says the type is bitwise takable (most Swift types); other types (values holding a `weak`
 /// reference, C++ types with a copy or move constructor or a destructor, imported with C++
 /// interoperability) are boxed, so no user code ever runs under the cache's lock (see
-/// ``MemoryCacheStorage``).
+/// `MemoryCacheStorage`).
 ///
 /// The corresponding C type is `yyc_memcache`.
 public final class MemoryCache<Key: CacheKey, Value> {
@@ -82,7 +86,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     @inlinable
     static var storesObjectsDirectly: Bool { MemoryCacheStorage<Value>.storesObjects }
 
-    /// Whether values are stored inline in the C entries (see ``MemoryCacheStorage``); folds
+    /// Whether values are stored inline in the C entries (see `MemoryCacheStorage`); folds
     /// to a constant like ``storesObjectsDirectly``.
     @inlinable
     static var storesValuesInline: Bool { MemoryCacheStorage<Value>.storesInline }

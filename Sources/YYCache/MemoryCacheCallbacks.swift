@@ -1,6 +1,11 @@
 import CYYCache
-import Foundation
+import Dispatch
 import Synchronization
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The context object of a ``MemoryCache``'s C callbacks (`yyc_value_callbacks.ctx`,
 /// `yyc_inline_value_type.ctx` and the event handlers' `ctx`). Non-generic, because a

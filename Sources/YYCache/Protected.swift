@@ -1,20 +1,36 @@
-import Foundation
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// State guarded by a lock, with `Mutex`'s `withLock` shape.
 ///
 /// Used instead of `Synchronization.Mutex` because `Mutex` on Linux waits with raw futex
 /// system calls that ThreadSanitizer does not see, so every access it guards is reported as a
-/// race; `NSLock` wraps a heap-allocated pthread mutex (a stable address, as NIOLock requires),
-/// which ThreadSanitizer understands. Only Swift-side state lives here (names, handlers, the
-/// per-object coder and file-name function, a disk cache's open/closed state); the caches'
-/// data is guarded by the C core's own mutexes.
+/// race; a heap-allocated pthread mutex (a stable address, as NIOLock and `NSLock` use) is one
+/// ThreadSanitizer understands, and needs no Foundation. Only Swift-side state lives here
+/// (names, handlers, the per-object coder and file-name function, a disk cache's open/closed
+/// state); the caches' data is guarded by the C core's own mutexes.
 final class Protected<State>: @unchecked Sendable {
-    // @unchecked Sendable: `state` is only touched inside `lock`.
-    private let lock = NSLock()
+    // @unchecked Sendable: `state` is only touched while `mutex` is held.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state: State
 
     init(_ state: State) {
         self.state = state
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        let status = pthread_mutex_init(mutex, nil)
+        precondition(status == 0, "pthread_mutex_init failed: \(status)")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deinitialize(count: 1)
+        mutex.deallocate()
     }
 
     /// Runs `body` with exclusive access to the state.
@@ -24,8 +40,8 @@ final class Protected<State>: @unchecked Sendable {
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     func withLock<R>(_ body: (inout State) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
 }
