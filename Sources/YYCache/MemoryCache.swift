@@ -41,7 +41,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     @usableFromInline
     let handle: OpaquePointer
 
-    /// The C callbacks' context; it must outlive `handle`.
+    /// The C callbacks' context; it must outlive `handle` (which retains it until freed).
     let events: MemoryCacheEvents<Key, Value>
 
     /// Whether values are class instances stored in the C core as they are, without a box
@@ -98,12 +98,16 @@ public final class MemoryCache<Key: CacheKey, Value> {
         self.events = events
         self.state = Protected(State(name: name))
         events.cache = self
+        events.retainUntilFreed(by: handle)
         events.installEventHandlers(on: handle)
     }
 
     deinit {
         // Removes every entry and returns once every value has been released (values sent to
         // the main queue by `releasesValuesOnMainThread` are released later, on that queue).
+        // When a value released by this cache held the last reference to it, this deinit runs
+        // inside that release: the C core then frees the cache once it has finished releasing,
+        // and keeps `events` alive until then.
         yyc_memcache_free(handle)
     }
 
