@@ -70,6 +70,7 @@ struct yyc_memcache {
     size_t value_align;    /* inline mode: their alignment in the node */
     size_t garbage_stride; /* bytes per garbage_vals element */
     yyc__timer *timer;
+    bool freeing;                 /* free_now has started (on some thread) */
     yyc_memcache_free_fn free_fn; /* called once the cache is gone (set_free_handler) */
     void *free_ctx;
 #ifdef YYC_TESTING
@@ -348,8 +349,14 @@ void yyc_memcache_set_free_handler(yyc_memcache *c, yyc_memcache_free_fn fn, voi
 }
 
 /* Frees c now (no scope of c is running on this thread). The free is a scope itself: a
- * callback that frees c again meanwhile only marks it, and the mark is ignored. */
+ * callback that frees c again meanwhile on this thread only marks it, and the mark is ignored;
+ * on another thread (a release job the free is waiting for), its free_now returns at once. */
 static void free_now(yyc_memcache *c) {
+    lock(c);
+    bool already = c->freeing;
+    c->freeing = true;
+    unlock(c);
+    if (already) return; /* the thread freeing c waits for this thread's job to end */
     callback_scope scope;
     scope_enter(&scope, c);
     yyc__timer_free(c->timer); /* waits for a running auto-trim */

@@ -101,7 +101,8 @@ YYC_API int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memca
  * cache (as above) when it has finished with it, before it returns - yyc_memcache_remove, for
  * example, or the background worker's release job. The caller must not use the cache after
  * yyc_memcache_free, but the callbacks' contexts must stay valid until the free handler runs.
- * A second yyc_memcache_free of the same cache from a callback during the free is ignored. */
+ * A second yyc_memcache_free of the cache from one of its callbacks while it is being freed
+ * (the callback runs on the freeing thread or on the background worker) is ignored. */
 YYC_API void yyc_memcache_free(yyc_memcache *c);
 
 /* Called once the cache is gone: at the end of yyc_memcache_free, or of the call that ran a
