@@ -153,6 +153,24 @@ static void unlock(pthread_mutex_t *m) {
     (void)rc;
 }
 
+/* --- fork --- */
+
+/* Around fork(): no other thread may hold the registry lock at the fork, and the child forgets
+ * the parent's cores (they, and their SQLite connections, stay the parent's; see yycache.h), so
+ * an open in the child creates its own core even for a folder the parent has open. */
+static void registry_fork_prepare(void) { lock(&registry.lock); }
+static void registry_fork_parent(void) { unlock(&registry.lock); }
+static void registry_fork_child(void) {
+    registry.head = NULL;
+    pthread_cond_init(&registry.changed, NULL); /* a waiter of the parent's may have left it */
+    unlock(&registry.lock);
+}
+
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static void install_fork_handlers(void) {
+    pthread_atfork(registry_fork_prepare, registry_fork_parent, registry_fork_child);
+}
+
 /* The storage's hook: runs on the failing thread, under the core's lock. */
 static void kv_hook(void *ctx, const yyc_error *e) { push_event(ctx, e); }
 
@@ -280,7 +298,7 @@ static int open_storage(yyc_diskcache *dc) {
     /* The core is not shared yet: the hook may queue events without the lock. */
     int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
     if (rc == YYC_OK) {
-        rc = yyc__timer_new(auto_trim, dc, dc->interval, &dc->timer);
+        rc = yyc__timer_new(YYC__QUEUE_DISK, auto_trim, dc, dc->interval, &dc->timer);
         if (rc != YYC_OK) {
             yyc_kv_close(dc->kv);
             dc->kv = NULL;
@@ -310,6 +328,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     }
 
     /* Look up the path; wait while another thread opens or closes it. */
+    pthread_once(&fork_handlers_once, install_fork_handlers); /* before any registry lock */
     lock(&registry.lock);
     yyc_diskcache *dc;
     while ((dc = find_locked(canon)) != NULL) {

@@ -810,7 +810,7 @@ static void schedule_trash_empty(yyc_kv *kv, bool sweep_data) {
         job->root_fd = openat(kv->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         job->db_path = strdup(kv->db_path); /* NULL (out of memory): no orphan sweep */
     }
-    if (yyc__worker_async(kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);
+    if (yyc__worker_async(YYC__QUEUE_DISK, kv, empty_trash_job, job) != YYC_OK) empty_trash_job(job);
 }
 
 /* (Re)opens data/ and remembers its identity. */
