@@ -119,7 +119,8 @@
 /* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
  * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
  * could not be recreated); data_checked only while lock_depth > 0; save_dir_fd is -1 outside
- * yyc_kv_save; an item handed out is one malloc block. *
+ * yyc_kv_save; an item handed out is one malloc block.
+ *
  * Who guards what: every field belongs to the caller's thread (the caller serialises calls on
  * one yyc_kv; disk_cache.c's mutex does) and nothing else reads or writes it: the sweeps run on
  * the worker thread with descriptors, a path and a connection of their own (kv_sweep.c), and the

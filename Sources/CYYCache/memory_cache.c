@@ -124,9 +124,18 @@ static void lock(yyc_memcache *c) {
     int rc = pthread_mutex_lock(&c->lock);
     assert(rc == 0);
     (void)rc;
+    yyc__lock_note_acquired(&c->lock);
+}
+
+/* pthread_mutex_trylock: whether the lock was taken (then unlock it). */
+static bool try_lock(yyc_memcache *c) {
+    if (pthread_mutex_trylock(&c->lock) != 0) return false;
+    yyc__lock_note_acquired(&c->lock);
+    return true;
 }
 
 static void unlock(yyc_memcache *c) {
+    yyc__lock_note_released(&c->lock);
     int rc = pthread_mutex_unlock(&c->lock);
     assert(rc == 0);
     (void)rc;
@@ -168,6 +177,7 @@ static void release_list(yyc_memcache *c, yyc__lru_node *list) {
 /* Appends a detached list to the garbage. Returns true if the caller must schedule the release
  * job after unlocking. */
 static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail) {
+    yyc__assert_held(&c->lock);
     if (!head) return false;
     if (c->garbage_tail) c->garbage_tail->next = head;
     else c->garbage_head = head;
@@ -181,6 +191,7 @@ static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_nod
  * schedule the release job, 0 if nothing more is needed, -1 if memory ran out (the caller drops
  * the value itself after unlocking). */
 static int stash_slot_locked(yyc_memcache *c, const void *slot) {
+    yyc__assert_held(&c->lock);
     if (c->garbage_nvals == c->garbage_cap) {
         size_t cap = c->garbage_cap ? c->garbage_cap * 2 : 16;
         unsigned char *vals = realloc(c->garbage_vals, cap * c->garbage_stride);
@@ -339,18 +350,21 @@ void yyc_memcache_free(yyc_memcache *c) {
 
 /* The stripe counter of key's generation (under lock; tracks_generations is set). */
 static uint64_t *generation_stripe_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     uint64_t h = yyc__hash_bytes(key, key_len, c->map.seed);
     return &c->generations[h & (YYC__GENERATION_STRIPES - 1)];
 }
 
 /* Records a write on key (under lock). */
 static void bump_generation_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     if (c->tracks_generations) ++*generation_stripe_locked(c, key, key_len);
 }
 
 /* Whether key's generation is still `generation` (under lock). */
 static bool generation_is_locked(yyc_memcache *c, const void *key, size_t key_len,
                                  uint64_t generation) {
+    yyc__assert_held(&c->lock);
     return c->tracks_generations &&
            c->generation_epoch + *generation_stripe_locked(c, key, key_len) == generation;
 }
@@ -567,6 +581,7 @@ int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t k
  * job must be scheduled. */
 static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
                               void **out_table) {
+    yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
     *out_list = NULL;
@@ -653,6 +668,7 @@ double yyc_memcache_auto_trim_interval(yyc_memcache *c) {
 /* Whether the cache is over the limit (under lock). For age, now is fixed by the caller. */
 static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, double age,
                               double now) {
+    yyc__assert_held(&c->lock);
     switch (kind) {
     case TRIM_COUNT: return yyc__lru_map_count(&c->map) > limit;
     case TRIM_COST: return yyc__lru_map_total_cost(&c->map) > limit;
@@ -694,7 +710,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
 
     const struct timespec pause = {0, 10 * 1000 * 1000};
     for (;;) {
-        if (pthread_mutex_trylock(&c->lock) == 0) {
+        if (try_lock(c)) {
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
@@ -726,7 +742,7 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
     yyc__lru_node *list = NULL, *tail = NULL;
     bool begin = true, queue_release = false;
     for (;;) {
-        if (pthread_mutex_trylock(&c->lock) == 0) {
+        if (try_lock(c)) {
             bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
                                                      &list, &tail);
             begin = false;
