@@ -145,9 +145,11 @@ static void lock(pthread_mutex_t *m) {
     int rc = pthread_mutex_lock(m);
     assert(rc == 0);
     (void)rc;
+    yyc__lock_note_acquired(m);
 }
 
 static void unlock(pthread_mutex_t *m) {
+    yyc__lock_note_released(m);
     int rc = pthread_mutex_unlock(m);
     assert(rc == 0);
     (void)rc;
@@ -186,6 +188,7 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e) {
 
 /* Records a core-level failure (thread's last error + queued for the hook). Returns code. */
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what) {
+    yyc__assert_held(&dc->lock);
     yyc_error e = {.code = code, .sys_errno = sys_errno};
     if (sys_errno) snprintf(e.message, sizeof e.message, "%s: %s", what, strerror(sys_errno));
     else snprintf(e.message, sizeof e.message, "%s", what);
@@ -206,6 +209,7 @@ typedef struct event_batch {
 /* Caller holds the lock. Takes the queued events for the hook. Without a hook only the
  * corruption events stay queued (for a hook set later); the others are dropped. */
 static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
+    yyc__assert_held(&dc->lock);
     b->hook = dc->hook;
     b->ctx = dc->hook_ctx;
     b->n = 0;
@@ -270,6 +274,7 @@ static void free_core(yyc_diskcache *dc) {
 
 /* Caller holds registry.lock. The core in the list for canonical path, or NULL. */
 static yyc_diskcache *find_locked(const char *canon) {
+    yyc__assert_held(&registry.lock);
     for (yyc_diskcache *dc = registry.head; dc; dc = dc->next)
         if (strcmp(dc->path, canon) == 0) return dc;
     return NULL;
@@ -277,6 +282,7 @@ static yyc_diskcache *find_locked(const char *canon) {
 
 /* Caller holds registry.lock. Takes dc out of the list. */
 static void unlink_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&registry.lock);
     for (yyc_diskcache **p = &registry.head; *p; p = &(*p)->next) {
         if (*p == dc) {
             *p = dc->next;
@@ -289,6 +295,7 @@ static void unlink_locked(yyc_diskcache *dc) {
 /* Caller holds registry.lock. Whether nothing can reach dc any more: the caller frees it (after
  * unlocking). True for one caller only: nothing changes dc once it holds. */
 static bool unreachable_locked(const yyc_diskcache *dc) {
+    yyc__assert_held(&registry.lock);
     return (dc->state == CLOSED || dc->state == FAILED) && dc->refcount == 0 && dc->waiters == 0;
 }
 
@@ -694,16 +701,19 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
 /* --- trims (spec 4.3); the caller holds the lock and the core is open --- */
 
 static int trim_cost_locked(yyc_diskcache *dc, int64_t cost) {
+    yyc__assert_held(&dc->lock);
     if (cost == INT64_MAX) return YYC_OK;
     return yyc_kv_remove_to_fit_size(dc->kv, cost < 0 ? 0 : cost); /* 0: everything */
 }
 
 static int trim_count_locked(yyc_diskcache *dc, int64_t count) {
+    yyc__assert_held(&dc->lock);
     if (count == INT64_MAX) return YYC_OK;
     return yyc_kv_remove_to_fit_count(dc->kv, count < 0 ? 0 : count);
 }
 
 static int trim_age_locked(yyc_diskcache *dc, double age) {
+    yyc__assert_held(&dc->lock);
     if (isnan(age)) return YYC_OK;
     if (age <= 0) return yyc_kv_remove_all(dc->kv);
     int64_t now = (int64_t)time(NULL);
@@ -714,6 +724,7 @@ static int trim_age_locked(yyc_diskcache *dc, double age) {
 }
 
 static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
+    yyc__assert_held(&dc->lock);
     if (target <= 0) return YYC_OK;
     int64_t total = 0;
     int rc = yyc_kv_size(dc->kv, &total);

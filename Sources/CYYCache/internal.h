@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stdbool.h>
 
 /* Library-wide assertion for misuse: fails in debug builds, is checked in release builds by
  * the caller's explicit `if`. */
@@ -31,6 +32,56 @@ void yyc__error_restore(const yyc_error *saved);
  * EACCES/EPERM/EROFS -> YYC_EPERM, ENOMEM -> YYC_ENOMEM, ENOENT -> YYC_NOTFOUND,
  * ENAMETOOLONG/EINVAL -> YYC_EINVAL, anything else -> YYC_EIO). */
 int yyc__status_from_errno(int err);
+
+/* ---- lock checks ----
+ *
+ * Debug and test builds (assertions on, and not optimized unless YYC_TESTING: the condition of
+ * memory_cache.c's error-checking mutex) note which mutexes each thread holds, so that a
+ * `*_locked` function can assert that its caller holds its lock: yyc__lock_note_acquired after
+ * every successful lock, yyc__lock_note_released before every unlock (a condition wait keeps the
+ * note: the thread is asleep meanwhile and holds the mutex again when it returns),
+ * yyc__assert_held(m) at the top of the `*_locked` function. The notes are the calling thread's
+ * own (no data race) and each source file has its own (a mutex is locked and unlocked in the
+ * file that owns it). Other builds: no-ops. */
+#if !defined(NDEBUG) && (!defined(__OPTIMIZE__) || defined(YYC_TESTING))
+#define YYC__LOCK_CHECKS 1
+#define YYC__HELD_MAX 8 /* mutexes one thread holds at once (the registry, a core: 2) */
+static inline const void **yyc__lock_notes(int **count) {
+    static _Thread_local const void *held[YYC__HELD_MAX];
+    static _Thread_local int n;
+    *count = &n;
+    return held;
+}
+static inline void yyc__lock_note_acquired(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    assert(*n < YYC__HELD_MAX);
+    if (*n < YYC__HELD_MAX) held[(*n)++] = m;
+}
+static inline void yyc__lock_note_released(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    for (int i = *n - 1; i >= 0; i--) {
+        if (held[i] == m) {
+            held[i] = held[--*n];
+            return;
+        }
+    }
+    assert(!"unlocking a mutex this thread does not hold");
+}
+static inline bool yyc__lock_is_held(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    for (int i = 0; i < *n; i++)
+        if (held[i] == m) return true;
+    return false;
+}
+#define yyc__assert_held(m) assert(yyc__lock_is_held(m))
+#else
+#define yyc__lock_note_acquired(m) ((void)(m))
+#define yyc__lock_note_released(m) ((void)(m))
+#define yyc__assert_held(m) ((void)0)
+#endif
 
 /* ---- time ---- */
 

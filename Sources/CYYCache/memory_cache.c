@@ -133,9 +133,18 @@ static void lock(yyc_memcache *c) {
     int rc = pthread_mutex_lock(&c->lock);
     assert(rc == 0);
     (void)rc;
+    yyc__lock_note_acquired(&c->lock);
+}
+
+/* pthread_mutex_trylock: whether the lock was taken (then unlock it). */
+static bool try_lock(yyc_memcache *c) {
+    if (pthread_mutex_trylock(&c->lock) != 0) return false;
+    yyc__lock_note_acquired(&c->lock);
+    return true;
 }
 
 static void unlock(yyc_memcache *c) {
+    yyc__lock_note_released(&c->lock);
     int rc = pthread_mutex_unlock(&c->lock);
     assert(rc == 0);
     (void)rc;
@@ -209,6 +218,7 @@ static void release_list(yyc_memcache *c, yyc__lru_node *list) {
 /* Appends a detached list to the garbage. Returns true if the caller must schedule the release
  * job after unlocking. */
 static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail) {
+    yyc__assert_held(&c->lock);
     if (!head) return false;
     if (c->garbage_tail) c->garbage_tail->next = head;
     else c->garbage_head = head;
@@ -222,6 +232,7 @@ static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_nod
  * schedule the release job, 0 if nothing more is needed, -1 if memory ran out (the caller drops
  * the value itself after unlocking). */
 static int stash_slot_locked(yyc_memcache *c, const void *slot) {
+    yyc__assert_held(&c->lock);
     if (c->garbage_nvals == c->garbage_cap) {
         size_t cap = c->garbage_cap ? c->garbage_cap * 2 : 16;
         unsigned char *vals = realloc(c->garbage_vals, cap * c->garbage_stride);
@@ -418,18 +429,21 @@ static void free_now(yyc_memcache *c) {
 
 /* The stripe counter of key's generation (under lock; tracks_generations is set). */
 static uint64_t *generation_stripe_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     uint64_t h = yyc__hash_bytes(key, key_len, c->map.seed);
     return &c->generations[h & (YYC__GENERATION_STRIPES - 1)];
 }
 
 /* Records a write on key (under lock). */
 static void bump_generation_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     if (c->tracks_generations) ++*generation_stripe_locked(c, key, key_len);
 }
 
 /* Whether key's generation is still `generation` (under lock). */
 static bool generation_is_locked(yyc_memcache *c, const void *key, size_t key_len,
                                  uint64_t generation) {
+    yyc__assert_held(&c->lock);
     return c->tracks_generations &&
            c->generation_epoch + *generation_stripe_locked(c, key, key_len) == generation;
 }
@@ -656,6 +670,7 @@ int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t k
  * job must be scheduled. */
 static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
                               void **out_table) {
+    yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
     *out_list = NULL;
@@ -747,6 +762,7 @@ double yyc_memcache_auto_trim_interval(yyc_memcache *c) {
 /* Whether the cache is over the limit (under lock). For age, now is fixed by the caller. */
 static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, double age,
                               double now) {
+    yyc__assert_held(&c->lock);
     switch (kind) {
     case TRIM_COUNT: return yyc__lru_map_count(&c->map) > limit;
     case TRIM_COST: return yyc__lru_map_total_cost(&c->map) > limit;
@@ -764,7 +780,7 @@ static bool lock_for_trim(yyc_memcache *c, bool on_worker) {
         lock(c);
         return true;
     }
-    return pthread_mutex_trylock(&c->lock) == 0;
+    return try_lock(c);
 }
 
 /* YYMemoryCache's trim (spec 3.4): a zero limit removes everything; otherwise evict the tail,
