@@ -509,7 +509,12 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     n->time = now;
     yyc__lru_map_set_cost(&c->map, n, cost);
     if (!inserted) yyc__lru_map_touch(&c->map, n); /* a new entry is where its policy put it */
-    if (yyc__lru_map_total_cost(&c->map) > c->cost_limit && !c->cost_trim_pending) {
+    /* YYMemoryCache checks the cost before its count eviction: an entry evicted first for the
+     * new one still counts here (with a cost limit of 0 the queued trim then empties the cache,
+     * as YYMemoryCache's does). */
+    size_t total_cost = yyc__lru_map_total_cost(&c->map);
+    if (evicted) total_cost = total_cost > SIZE_MAX - evicted->cost ? SIZE_MAX : total_cost + evicted->cost;
+    if (total_cost > c->cost_limit && !c->cost_trim_pending) {
         c->cost_trim_pending = true;
         queue_trim = true;
     }
