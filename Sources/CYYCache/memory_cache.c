@@ -513,7 +513,8 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
      * new one still counts here (with a cost limit of 0 the queued trim then empties the cache,
      * as YYMemoryCache's does). */
     size_t total_cost = yyc__lru_map_total_cost(&c->map);
-    if (evicted) total_cost = total_cost > SIZE_MAX - evicted->cost ? SIZE_MAX : total_cost + evicted->cost;
+    if (evicted)
+        total_cost = total_cost > SIZE_MAX - evicted->cost ? SIZE_MAX : total_cost + evicted->cost;
     if (total_cost > c->cost_limit && !c->cost_trim_pending) {
         c->cost_trim_pending = true;
         queue_trim = true;
