@@ -145,12 +145,32 @@ static void lock(pthread_mutex_t *m) {
     int rc = pthread_mutex_lock(m);
     assert(rc == 0);
     (void)rc;
+    yyc__lock_note_acquired(m);
 }
 
 static void unlock(pthread_mutex_t *m) {
+    yyc__lock_note_released(m);
     int rc = pthread_mutex_unlock(m);
     assert(rc == 0);
     (void)rc;
+}
+
+/* --- fork --- */
+
+/* Around fork(): no other thread may hold the registry lock at the fork, and the child forgets
+ * the parent's cores (they, and their SQLite connections, stay the parent's; see yycache.h), so
+ * an open in the child creates its own core even for a folder the parent has open. */
+static void registry_fork_prepare(void) { lock(&registry.lock); }
+static void registry_fork_parent(void) { unlock(&registry.lock); }
+static void registry_fork_child(void) {
+    registry.head = NULL;
+    pthread_cond_init(&registry.changed, NULL); /* a waiter of the parent's may have left it */
+    unlock(&registry.lock);
+}
+
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static void install_fork_handlers(void) {
+    pthread_atfork(registry_fork_prepare, registry_fork_parent, registry_fork_child);
 }
 
 /* The storage's hook: runs on the failing thread, under the core's lock. */
@@ -168,6 +188,7 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e) {
 
 /* Records a core-level failure (thread's last error + queued for the hook). Returns code. */
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what) {
+    yyc__assert_held(&dc->lock);
     yyc_error e = {.code = code, .sys_errno = sys_errno};
     if (sys_errno) snprintf(e.message, sizeof e.message, "%s: %s", what, strerror(sys_errno));
     else snprintf(e.message, sizeof e.message, "%s", what);
@@ -188,6 +209,7 @@ typedef struct event_batch {
 /* Caller holds the lock. Takes the queued events for the hook. Without a hook only the
  * corruption events stay queued (for a hook set later); the others are dropped. */
 static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
+    yyc__assert_held(&dc->lock);
     b->hook = dc->hook;
     b->ctx = dc->hook_ctx;
     b->n = 0;
@@ -252,6 +274,7 @@ static void free_core(yyc_diskcache *dc) {
 
 /* Caller holds registry.lock. The core in the list for canonical path, or NULL. */
 static yyc_diskcache *find_locked(const char *canon) {
+    yyc__assert_held(&registry.lock);
     for (yyc_diskcache *dc = registry.head; dc; dc = dc->next)
         if (strcmp(dc->path, canon) == 0) return dc;
     return NULL;
@@ -259,6 +282,7 @@ static yyc_diskcache *find_locked(const char *canon) {
 
 /* Caller holds registry.lock. Takes dc out of the list. */
 static void unlink_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&registry.lock);
     for (yyc_diskcache **p = &registry.head; *p; p = &(*p)->next) {
         if (*p == dc) {
             *p = dc->next;
@@ -271,6 +295,7 @@ static void unlink_locked(yyc_diskcache *dc) {
 /* Caller holds registry.lock. Whether nothing can reach dc any more: the caller frees it (after
  * unlocking). True for one caller only: nothing changes dc once it holds. */
 static bool unreachable_locked(const yyc_diskcache *dc) {
+    yyc__assert_held(&registry.lock);
     return (dc->state == CLOSED || dc->state == FAILED) && dc->refcount == 0 && dc->waiters == 0;
 }
 
@@ -280,7 +305,7 @@ static int open_storage(yyc_diskcache *dc) {
     /* The core is not shared yet: the hook may queue events without the lock. */
     int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
     if (rc == YYC_OK) {
-        rc = yyc__timer_new(auto_trim, dc, dc->interval, &dc->timer);
+        rc = yyc__timer_new(YYC__QUEUE_DISK, auto_trim, dc, dc->interval, &dc->timer);
         if (rc != YYC_OK) {
             yyc_kv_close(dc->kv);
             dc->kv = NULL;
@@ -310,6 +335,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     }
 
     /* Look up the path; wait while another thread opens or closes it. */
+    pthread_once(&fork_handlers_once, install_fork_handlers); /* before any registry lock */
     lock(&registry.lock);
     yyc_diskcache *dc;
     while ((dc = find_locked(canon)) != NULL) {
@@ -675,16 +701,19 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
 /* --- trims (spec 4.3); the caller holds the lock and the core is open --- */
 
 static int trim_cost_locked(yyc_diskcache *dc, int64_t cost) {
+    yyc__assert_held(&dc->lock);
     if (cost == INT64_MAX) return YYC_OK;
     return yyc_kv_remove_to_fit_size(dc->kv, cost < 0 ? 0 : cost); /* 0: everything */
 }
 
 static int trim_count_locked(yyc_diskcache *dc, int64_t count) {
+    yyc__assert_held(&dc->lock);
     if (count == INT64_MAX) return YYC_OK;
     return yyc_kv_remove_to_fit_count(dc->kv, count < 0 ? 0 : count);
 }
 
 static int trim_age_locked(yyc_diskcache *dc, double age) {
+    yyc__assert_held(&dc->lock);
     if (isnan(age)) return YYC_OK;
     if (age <= 0) return yyc_kv_remove_all(dc->kv);
     int64_t now = (int64_t)time(NULL);
@@ -695,6 +724,7 @@ static int trim_age_locked(yyc_diskcache *dc, double age) {
 }
 
 static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
+    yyc__assert_held(&dc->lock);
     if (target <= 0) return YYC_OK;
     int64_t total = 0;
     int rc = yyc_kv_size(dc->kv, &total);

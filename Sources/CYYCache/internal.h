@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stdbool.h>
 
 /* Library-wide assertion for misuse: fails in debug builds, is checked in release builds by
  * the caller's explicit `if`. */
@@ -32,6 +33,56 @@ void yyc__error_restore(const yyc_error *saved);
  * ENAMETOOLONG/EINVAL -> YYC_EINVAL, anything else -> YYC_EIO). */
 int yyc__status_from_errno(int err);
 
+/* ---- lock checks ----
+ *
+ * Debug and test builds (assertions on, and not optimized unless YYC_TESTING: the condition of
+ * memory_cache.c's error-checking mutex) note which mutexes each thread holds, so that a
+ * `*_locked` function can assert that its caller holds its lock: yyc__lock_note_acquired after
+ * every successful lock, yyc__lock_note_released before every unlock (a condition wait keeps the
+ * note: the thread is asleep meanwhile and holds the mutex again when it returns),
+ * yyc__assert_held(m) at the top of the `*_locked` function. The notes are the calling thread's
+ * own (no data race) and each source file has its own (a mutex is locked and unlocked in the
+ * file that owns it). Other builds: no-ops. */
+#if !defined(NDEBUG) && (!defined(__OPTIMIZE__) || defined(YYC_TESTING))
+#define YYC__LOCK_CHECKS 1
+#define YYC__HELD_MAX 8 /* mutexes one thread holds at once (the registry, a core: 2) */
+static inline const void **yyc__lock_notes(int **count) {
+    static _Thread_local const void *held[YYC__HELD_MAX];
+    static _Thread_local int n;
+    *count = &n;
+    return held;
+}
+static inline void yyc__lock_note_acquired(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    assert(*n < YYC__HELD_MAX);
+    if (*n < YYC__HELD_MAX) held[(*n)++] = m;
+}
+static inline void yyc__lock_note_released(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    for (int i = *n - 1; i >= 0; i--) {
+        if (held[i] == m) {
+            held[i] = held[--*n];
+            return;
+        }
+    }
+    assert(!"unlocking a mutex this thread does not hold");
+}
+static inline bool yyc__lock_is_held(const void *m) {
+    int *n;
+    const void **held = yyc__lock_notes(&n);
+    for (int i = 0; i < *n; i++)
+        if (held[i] == m) return true;
+    return false;
+}
+#define yyc__assert_held(m) assert(yyc__lock_is_held(m))
+#else
+#define yyc__lock_note_acquired(m) ((void)(m))
+#define yyc__lock_note_released(m) ((void)(m))
+#define yyc__assert_held(m) ((void)0)
+#endif
+
 /* ---- time ---- */
 
 /* Seconds on CLOCK_MONOTONIC. */
@@ -39,34 +90,54 @@ double yyc__monotonic_now(void);
 
 /* ---- background worker ----
  *
- * One lazily started thread per process runs deferred jobs (value releases, background trims,
- * trash emptying) in FIFO order and fires timers (auto-trim). Jobs carry an owner tag so that an
- * object can wait for its own pending jobs before it is freed. */
+ * Two lazily started threads run deferred jobs in FIFO order and fire timers, one per queue, so
+ * that disk maintenance never delays memory-cache work (worker.c). Jobs carry an owner tag so
+ * that an object can wait for its own pending jobs (and only those) before it is freed.
+ * After fork() the child starts with empty queues and no thread: the parent's jobs and timers
+ * are never run there (see worker.c). */
 
 typedef void (*yyc__job_fn)(void *arg);
 
-/* Queues fn(arg) to run on the worker thread. Returns YYC_OK, or YYC_ENOMEM (then the job was
- * not queued: the caller should run it inline). Thread-safe. */
-int yyc__worker_async(const void *owner, yyc__job_fn fn, void *arg);
+typedef enum yyc__queue {
+    YYC__QUEUE_MEMORY, /* memory caches: releases, cost trims, auto-trims; never touch disk */
+    YYC__QUEUE_DISK,   /* disk maintenance: trash, orphan sweeps, disk auto-trims; may wait for
+                        * the folder lock and SQLite's busy timeout */
+    YYC__QUEUE_COUNT
+} yyc__queue;
 
-/* Returns once no job of owner is queued or running. Called on the worker thread itself (for
- * example from a job that frees a cache), it runs owner's queued jobs inline instead of waiting.
- * Jobs queued by other threads during the drain may or may not be waited for. Thread-safe. */
+/* Queues fn(arg) to run on the queue's thread. Returns YYC_OK, or YYC_ENOMEM (no memory, or the
+ * thread could not be started: then the job was not queued and the caller should run it
+ * inline). Thread-safe. */
+int yyc__worker_async(yyc__queue queue, const void *owner, yyc__job_fn fn, void *arg);
+
+/* Returns once no job of owner is queued or running, on either queue. It waits only for
+ * owner's jobs: owner's queued jobs are taken out of their queue and run on the calling thread;
+ * a job of owner already running on a worker thread is waited for (unless the caller is that
+ * thread: then the running job is the caller's own, and only the queued ones are run). Jobs
+ * queued by other threads during the drain may or may not be waited for. Thread-safe. */
 void yyc__worker_drain(const void *owner);
 
-/* Whether the calling thread is the worker thread. */
+#ifdef YYC_TESTING
+/* Testing: waits until the queue has run every job queued so far, whatever its owner, and none
+ * runs (jobs queued meanwhile are waited for too). Not from that queue's own thread. */
+void yyc__worker_wait_idle(yyc__queue queue);
+#endif
+
+/* Whether the calling thread is one of the worker threads. */
 bool yyc__worker_is_current(void);
 
 typedef struct yyc__timer yyc__timer;
 
-/* A repeating timer whose fire(arg) runs on the worker thread every `interval` seconds, the first
- * time one interval after creation. interval <= 0 or NaN pauses it. Returns YYC_OK, YYC_ENOMEM. */
-int yyc__timer_new(yyc__job_fn fire, void *arg, double interval, yyc__timer **out);
+/* A repeating timer whose fire(arg) runs on the queue's thread every `interval` seconds, the
+ * first time one interval after creation. interval <= 0 or NaN pauses it. Returns YYC_OK,
+ * YYC_ENOMEM (also when the thread could not be started). */
+int yyc__timer_new(yyc__queue queue, yyc__job_fn fire, void *arg, double interval,
+                   yyc__timer **out);
 
 /* Changes the interval; the next firing is rescheduled from now. Thread-safe. */
 void yyc__timer_set_interval(yyc__timer *t, double interval);
 
-/* Cancels the timer and frees it. If fire is running on the worker thread, waits for it to
+/* Cancels the timer and frees it. If fire is running on the queue's thread, waits for it to
  * return (unless called from fire itself). NULL is fine. Thread-safe. */
 void yyc__timer_free(yyc__timer *t);
 

@@ -2,7 +2,9 @@
  * kv_private.h - internal entry points of the KV storage used by disk_cache.c and by the
  * tests (private; not API).
  *
- * Thread safety: like yyc_kv itself, none; the caller serialises access to one yyc_kv.
+ * Thread safety: like yyc_kv itself, none; the caller serialises access to one yyc_kv. The test
+ * knobs at the end exist only in test builds (YYC_TESTING). What the KV storage's own files share
+ * is in kv_internal.h.
  */
 #ifndef YYCACHE_KV_PRIVATE_H
 #define YYCACHE_KV_PRIVATE_H
@@ -54,16 +56,15 @@ int yyc__kv_wal_size(yyc_kv *kv, int64_t *out);
  * YYC_OK or an error (YYC_EBUSY, YYC_ENOSPC, ...; the manifest is then unchanged). */
 int yyc__kv_vacuum(yyc_kv *kv);
 
-/* Whether the manifest connection is open now (false after a failed reopen). */
+#ifdef YYC_TESTING
+/* Testing: whether the manifest connection is open now (false after a failed reopen). */
 bool yyc__kv_is_open(const yyc_kv *kv);
 
 /* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
-#ifdef YYC_TESTING
 /* Testing: the next folder lock fails with errno err (as flock would), once. */
 void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err);
-#endif
 /* Testing: closes the manifest connection as a failed reopen would leave it (the next call
  * reopens lazily). */
 void yyc__kv_close_connection(yyc_kv *kv);
@@ -72,5 +73,6 @@ void yyc__kv_close_connection(yyc_kv *kv);
  * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
  * whether the hook is in use now. */
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
+#endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

@@ -14,6 +14,11 @@
  * destroyed when dropped). Both are handled through a value's "slot": the address of its stored
  * representation (&node->value, or the inline bytes), which is also what the garbage array
  * holds a copy of (one element per stride).
+ *
+ * Callbacks may free the cache (a value holding the last reference to the cache's owner). Every
+ * stretch of code that runs callbacks and may touch the cache after them is a "callback scope"
+ * (a frame in a thread-local chain): yyc_memcache_free called inside one only marks the
+ * outermost scope of that cache on this thread, which frees the cache when it ends.
  */
 #include "internal.h"
 #include "lru_map.h"
@@ -75,6 +80,9 @@ struct yyc_memcache {
     bool tracks_generations;
     uint64_t generation_epoch;
     uint64_t generations[YYC__GENERATION_STRIPES];
+    bool freeing;                 /* free_now has started (on some thread) */
+    yyc_memcache_free_fn free_fn; /* called once the cache is gone (set_free_handler) */
+    void *free_ctx;
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -93,6 +101,7 @@ static void release_value(yyc_memcache *c, void *value);
 static void drop_slot(yyc_memcache *c, void *slot);
 static void cost_trim_job(void *arg);
 static void auto_trim_fire(void *arg);
+static void free_now(yyc_memcache *c);
 
 typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
@@ -124,12 +133,53 @@ static void lock(yyc_memcache *c) {
     int rc = pthread_mutex_lock(&c->lock);
     assert(rc == 0);
     (void)rc;
+    yyc__lock_note_acquired(&c->lock);
+}
+
+/* pthread_mutex_trylock: whether the lock was taken (then unlock it). */
+static bool try_lock(yyc_memcache *c) {
+    if (pthread_mutex_trylock(&c->lock) != 0) return false;
+    yyc__lock_note_acquired(&c->lock);
+    return true;
 }
 
 static void unlock(yyc_memcache *c) {
+    yyc__lock_note_released(&c->lock);
     int rc = pthread_mutex_unlock(&c->lock);
     assert(rc == 0);
     (void)rc;
+}
+
+/* --- callback scopes (deferred free) --- */
+
+/* A stretch of code on this thread that runs c's callbacks and may use c after them. */
+typedef struct callback_scope {
+    yyc_memcache *cache;
+    struct callback_scope *outer;
+    bool free_at_end; /* yyc_memcache_free was called inside: free the cache when it ends */
+} callback_scope;
+
+static _Thread_local callback_scope *innermost_scope;
+
+static void scope_enter(callback_scope *s, yyc_memcache *c) {
+    *s = (callback_scope){.cache = c, .outer = innermost_scope};
+    innermost_scope = s;
+}
+
+/* Ends the scope; frees the cache if a callback asked for it (only ever the outermost scope of
+ * the cache on this thread). Nothing may touch the cache after this. */
+static void scope_exit(callback_scope *s) {
+    assert(innermost_scope == s);
+    innermost_scope = s->outer;
+    if (s->free_at_end) free_now(s->cache);
+}
+
+/* The outermost scope of c on this thread, or NULL. */
+static callback_scope *outermost_scope_of(const yyc_memcache *c) {
+    callback_scope *found = NULL;
+    for (callback_scope *s = innermost_scope; s; s = s->outer)
+        if (s->cache == c) found = s;
+    return found;
 }
 
 /* --- releasing values --- */
@@ -168,6 +218,7 @@ static void release_list(yyc_memcache *c, yyc__lru_node *list) {
 /* Appends a detached list to the garbage. Returns true if the caller must schedule the release
  * job after unlocking. */
 static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_node *tail) {
+    yyc__assert_held(&c->lock);
     if (!head) return false;
     if (c->garbage_tail) c->garbage_tail->next = head;
     else c->garbage_head = head;
@@ -181,6 +232,7 @@ static bool stash_list_locked(yyc_memcache *c, yyc__lru_node *head, yyc__lru_nod
  * schedule the release job, 0 if nothing more is needed, -1 if memory ran out (the caller drops
  * the value itself after unlocking). */
 static int stash_slot_locked(yyc_memcache *c, const void *slot) {
+    yyc__assert_held(&c->lock);
     if (c->garbage_nvals == c->garbage_cap) {
         size_t cap = c->garbage_cap ? c->garbage_cap * 2 : 16;
         unsigned char *vals = realloc(c->garbage_vals, cap * c->garbage_stride);
@@ -198,12 +250,14 @@ static int stash_slot_locked(yyc_memcache *c, const void *slot) {
 /* Queues the release job (called without the lock, after a stash asked for it). If the worker
  * cannot take it, the job runs right here. */
 static void schedule_release(yyc_memcache *c) {
-    if (yyc__worker_async(c, release_job, c) != YYC_OK) release_job(c);
+    if (yyc__worker_async(YYC__QUEUE_MEMORY, c, release_job, c) != YYC_OK) release_job(c);
 }
 
 /* Takes the whole garbage under the lock, then releases it with no lock held. */
 static void release_job(void *arg) {
     yyc_memcache *c = arg;
+    callback_scope scope;
+    scope_enter(&scope, c);
     lock(c);
     yyc__lru_node *list = c->garbage_head;
     unsigned char *vals = c->garbage_vals;
@@ -216,6 +270,7 @@ static void release_job(void *arg) {
     release_list(c, list);
     for (size_t i = 0; i < nvals; i++) drop_slot(c, vals + i * c->garbage_stride);
     free(vals);
+    scope_exit(&scope);
 }
 
 /* --- construction --- */
@@ -284,7 +339,8 @@ static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type 
     c->remove_all_on_memory_warning = true;
     c->remove_all_on_enter_background = true;
     /* Last: the timer may fire (on the worker) as soon as it exists. */
-    if (yyc__timer_new(auto_trim_fire, c, c->auto_trim_interval, &c->timer) != YYC_OK) {
+    if (yyc__timer_new(YYC__QUEUE_MEMORY, auto_trim_fire, c, c->auto_trim_interval, &c->timer) !=
+        YYC_OK) {
         pthread_mutex_destroy(&c->lock);
         free(c);
         return YYC_ENOMEM;
@@ -308,10 +364,39 @@ int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memcache **ou
 
 void yyc_memcache_free(yyc_memcache *c) {
     if (!c) return;
+    /* Called by one of c's callbacks (or inside the free itself): the scope that runs the
+     * callback frees c when it has finished with it. */
+    callback_scope *running = outermost_scope_of(c);
+    if (running) {
+        running->free_at_end = true;
+        return;
+    }
+    free_now(c);
+}
+
+void yyc_memcache_set_free_handler(yyc_memcache *c, yyc_memcache_free_fn fn, void *ctx) {
+    if (!c) return;
+    lock(c);
+    c->free_fn = fn;
+    c->free_ctx = ctx;
+    unlock(c);
+}
+
+/* Frees c now (no scope of c is running on this thread). The free is a scope itself: a
+ * callback that frees c again meanwhile on this thread only marks it, and the mark is ignored;
+ * on another thread (a release job the free is waiting for), its free_now returns at once. */
+static void free_now(yyc_memcache *c) {
+    lock(c);
+    bool already = c->freeing;
+    c->freeing = true;
+    unlock(c);
+    if (already) return; /* the thread freeing c waits for this thread's job to end */
+    callback_scope scope;
+    scope_enter(&scope, c);
     yyc__timer_free(c->timer); /* waits for a running auto-trim */
     c->timer = NULL;
     yyc_memcache_remove_all(c);
-    yyc__worker_drain(c); /* queued cost trims and release jobs (run inline on the worker) */
+    yyc__worker_drain(c); /* cost trims and release jobs: queued ones run on this thread */
     /* Anything stashed after the drain looked (a release callback that re-entered the cache)
      * is released here. */
     for (;;) {
@@ -323,10 +408,15 @@ void yyc_memcache_free(yyc_memcache *c) {
         yyc__worker_drain(c);
         release_job(c);
     }
+    assert(innermost_scope == &scope);
+    innermost_scope = scope.outer; /* not scope_exit: its free_at_end means this free */
+    yyc_memcache_free_fn free_fn = c->free_fn;
+    void *free_ctx = c->free_ctx;
     free(c->garbage_vals);
     yyc__lru_map_destroy(&c->map);
     pthread_mutex_destroy(&c->lock);
     free(c);
+    if (free_fn) free_fn(free_ctx);
 }
 
 /* --- entries --- */
@@ -339,18 +429,21 @@ void yyc_memcache_free(yyc_memcache *c) {
 
 /* The stripe counter of key's generation (under lock; tracks_generations is set). */
 static uint64_t *generation_stripe_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     uint64_t h = yyc__hash_bytes(key, key_len, c->map.seed);
     return &c->generations[h & (YYC__GENERATION_STRIPES - 1)];
 }
 
 /* Records a write on key (under lock). */
 static void bump_generation_locked(yyc_memcache *c, const void *key, size_t key_len) {
+    yyc__assert_held(&c->lock);
     if (c->tracks_generations) ++*generation_stripe_locked(c, key, key_len);
 }
 
 /* Whether key's generation is still `generation` (under lock). */
 static bool generation_is_locked(yyc_memcache *c, const void *key, size_t key_len,
                                  uint64_t generation) {
+    yyc__assert_held(&c->lock);
     return c->tracks_generations &&
            c->generation_epoch + *generation_stripe_locked(c, key, key_len) == generation;
 }
@@ -416,7 +509,13 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     n->time = now;
     yyc__lru_map_set_cost(&c->map, n, cost);
     if (!inserted) yyc__lru_map_touch(&c->map, n); /* a new entry is where its policy put it */
-    if (yyc__lru_map_total_cost(&c->map) > c->cost_limit && !c->cost_trim_pending) {
+    /* YYMemoryCache checks the cost before its count eviction: an entry evicted first for the
+     * new one still counts here (with a cost limit of 0 the queued trim then empties the cache,
+     * as YYMemoryCache's does). */
+    size_t total_cost = yyc__lru_map_total_cost(&c->map);
+    if (evicted)
+        total_cost = total_cost > SIZE_MAX - evicted->cost ? SIZE_MAX : total_cost + evicted->cost;
+    if (total_cost > c->cost_limit && !c->cost_trim_pending) {
         c->cost_trim_pending = true;
         queue_trim = true;
     }
@@ -435,15 +534,20 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     }
     unlock(c);
 
-    if (queue_trim && yyc__worker_async(c, cost_trim_job, c) != YYC_OK) {
+    if (queue_trim && yyc__worker_async(YYC__QUEUE_MEMORY, c, cost_trim_job, c) != YYC_OK) {
         lock(c);
         c->cost_trim_pending = false; /* the auto-trim will catch up */
         unlock(c);
     }
     if (queue_release) schedule_release(c);
-    if (have_old) drop_slot(c, old);
-    release_list(c, evicted);
     if (out_stored) *out_stored = true;
+    if (have_old || evicted) {
+        callback_scope scope;
+        scope_enter(&scope, c);
+        if (have_old) drop_slot(c, old);
+        release_list(c, evicted);
+        scope_exit(&scope);
+    }
     return YYC_OK;
 }
 
@@ -548,7 +652,12 @@ static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
     }
     unlock(c);
     if (queue_release) schedule_release(c);
-    release_list(c, n);
+    if (n) {
+        callback_scope scope;
+        scope_enter(&scope, c);
+        release_list(c, n);
+        scope_exit(&scope);
+    }
     return YYC_OK;
 }
 
@@ -567,6 +676,7 @@ int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t k
  * job must be scheduled. */
 static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
                               void **out_table) {
+    yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
     *out_list = NULL;
@@ -585,7 +695,12 @@ void yyc_memcache_remove_all(yyc_memcache *c) {
     unlock(c);
     free(table);
     if (queue_release) schedule_release(c);
-    release_list(c, list);
+    if (list) {
+        callback_scope scope;
+        scope_enter(&scope, c);
+        release_list(c, list);
+        scope_exit(&scope);
+    }
 }
 
 /* --- totals and limits --- */
@@ -653,6 +768,7 @@ double yyc_memcache_auto_trim_interval(yyc_memcache *c) {
 /* Whether the cache is over the limit (under lock). For age, now is fixed by the caller. */
 static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, double age,
                               double now) {
+    yyc__assert_held(&c->lock);
     switch (kind) {
     case TRIM_COUNT: return yyc__lru_map_count(&c->map) > limit;
     case TRIM_COST: return yyc__lru_map_total_cost(&c->map) > limit;
@@ -662,10 +778,22 @@ static bool over_limit_locked(yyc_memcache *c, trim_kind kind, size_t limit, dou
     return false;
 }
 
+/* Takes the lock for one eviction of a trim. A caller's thread uses YYMemoryCache's trylock
+ * (the caller sleeps 10 ms when it fails); the worker thread, shared by every memory cache,
+ * never sleeps: it waits for the holder (whose critical section never runs user code). */
+static bool lock_for_trim(yyc_memcache *c, bool on_worker) {
+    if (on_worker) {
+        lock(c);
+        return true;
+    }
+    return try_lock(c);
+}
+
 /* YYMemoryCache's trim (spec 3.4): a zero limit removes everything; otherwise evict the tail,
- * one node per lock acquisition, sleeping 10 ms when the lock is contended. on_worker: called
- * from the worker (auto-trim, deferred cost trim), so evicted values are released right here;
- * otherwise they follow the release policy. */
+ * one node per lock acquisition (on a caller's thread sleeping 10 ms when the lock is
+ * contended, see lock_for_trim). on_worker: called from the worker (auto-trim, deferred cost
+ * trim), so evicted values are released right here; otherwise they follow the release policy.
+ * The caller runs it inside a callback scope of c. */
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker) {
     double now = kind == TRIM_AGE ? clock_now() : 0.0;
     bool zero = kind == TRIM_AGE ? age <= 0 : limit == 0;
@@ -694,7 +822,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
 
     const struct timespec pause = {0, 10 * 1000 * 1000};
     for (;;) {
-        if (pthread_mutex_trylock(&c->lock) == 0) {
+        if (lock_for_trim(c, on_worker)) {
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
@@ -719,14 +847,15 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
 }
 
 /* The age trim of SIEVE and S3-FIFO, whose tail is not the least recently used entry: a scan of
- * the whole list, AGE_SCAN_STEP entries per lock acquisition (the same trylock loop as trim). */
+ * the whole list, AGE_SCAN_STEP entries per lock acquisition (locked like trim: see
+ * lock_for_trim). The caller runs it inside a callback scope of c. */
 #define AGE_SCAN_STEP 64
 static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worker) {
     const struct timespec pause = {0, 10 * 1000 * 1000};
     yyc__lru_node *list = NULL, *tail = NULL;
     bool begin = true, queue_release = false;
     for (;;) {
-        if (pthread_mutex_trylock(&c->lock) == 0) {
+        if (lock_for_trim(c, on_worker)) {
             bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
                                                      &list, &tail);
             begin = false;
@@ -744,29 +873,40 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
     release_list(c, list);
 }
 
+/* A trim from a public call: on the caller's thread, in a callback scope. */
+static void trim_in_scope(yyc_memcache *c, trim_kind kind, size_t limit, double age) {
+    callback_scope scope;
+    scope_enter(&scope, c);
+    trim(c, kind, limit, age, false);
+    scope_exit(&scope);
+}
+
 void yyc_memcache_trim_to_count(yyc_memcache *c, size_t count) {
     if (!c) return;
-    trim(c, TRIM_COUNT, count, 0.0, false);
+    trim_in_scope(c, TRIM_COUNT, count, 0.0);
 }
 
 void yyc_memcache_trim_to_cost(yyc_memcache *c, size_t cost) {
     if (!c) return;
-    trim(c, TRIM_COST, cost, 0.0, false);
+    trim_in_scope(c, TRIM_COST, cost, 0.0);
 }
 
 void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds) {
     if (!c) return;
-    trim(c, TRIM_AGE, 0, seconds, false);
+    trim_in_scope(c, TRIM_AGE, 0, seconds);
 }
 
 /* The deferred cost trim queued by set (runs on the worker). */
 static void cost_trim_job(void *arg) {
     yyc_memcache *c = arg;
+    callback_scope scope;
+    scope_enter(&scope, c);
     lock(c);
     c->cost_trim_pending = false;
     size_t limit = c->cost_limit;
     unlock(c);
     trim(c, TRIM_COST, limit, 0.0, true);
+    scope_exit(&scope);
 }
 
 /* The auto-trim timer (runs on the worker): cost, count, then age, as YYMemoryCache does. */
@@ -775,6 +915,8 @@ static void auto_trim_fire(void *arg) {
 #ifdef YYC_TESTING
     atomic_fetch_add(&c->auto_trim_fires, 1);
 #endif
+    callback_scope scope;
+    scope_enter(&scope, c);
     lock(c);
     size_t cost = c->cost_limit, count = c->count_limit;
     double age = c->age_limit;
@@ -783,6 +925,7 @@ static void auto_trim_fire(void *arg) {
     if (cost != SIZE_MAX) trim(c, TRIM_COST, cost, 0.0, true);
     if (count != SIZE_MAX) trim(c, TRIM_COUNT, count, 0.0, true);
     if (!(age >= DBL_MAX) && !isnan(age)) trim(c, TRIM_AGE, 0, age, true);
+    scope_exit(&scope);
 }
 
 /* --- eviction policy --- */
@@ -828,6 +971,8 @@ void yyc_memcache_set_enter_background_handler(yyc_memcache *c, yyc_memcache_eve
 
 void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
     if (!c) return;
+    callback_scope scope; /* the handler or a release may free the cache */
+    scope_enter(&scope, c);
     lock(c);
     yyc_memcache_event_fn fn = c->memory_warning_fn;
     void *ctx = c->memory_warning_ctx;
@@ -838,10 +983,13 @@ void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
     bool remove_all = c->remove_all_on_memory_warning;
     unlock(c);
     if (remove_all) yyc_memcache_remove_all(c);
+    scope_exit(&scope);
 }
 
 void yyc_memcache_handle_enter_background(yyc_memcache *c) {
     if (!c) return;
+    callback_scope scope; /* the handler or a release may free the cache */
+    scope_enter(&scope, c);
     lock(c);
     yyc_memcache_event_fn fn = c->enter_background_fn;
     void *ctx = c->enter_background_ctx;
@@ -851,6 +999,7 @@ void yyc_memcache_handle_enter_background(yyc_memcache *c) {
     bool remove_all = c->remove_all_on_enter_background;
     unlock(c);
     if (remove_all) yyc_memcache_remove_all(c);
+    scope_exit(&scope);
 }
 
 /* --- test hooks --- */

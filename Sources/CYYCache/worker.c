@@ -1,19 +1,37 @@
 /*
- * worker.c - the library's one background thread: deferred jobs and repeating timers.
+ * worker.c - the library's background threads: deferred jobs and repeating timers, on two
+ * queues that never wait for each other.
  *
- * The thread starts lazily, on the first job or timer, and lives until the process exits.
- * Jobs run in FIFO order; due timers fire between jobs. Nothing here holds the worker's lock
- * while a job or a timer callback runs, so jobs may queue more jobs, create or free timers, and
- * call yyc__worker_drain (which then runs the owner's queued jobs inline).
+ *   YYC__QUEUE_MEMORY  memory caches: value releases, deferred cost trims, auto-trims. Short
+ *                      jobs that never touch disk (they run the caches' release callbacks).
+ *   YYC__QUEUE_DISK    disk maintenance: trash emptying, orphan sweeps, disk auto-trims. They
+ *                      may wait for the folder lock and SQLite's busy timeout.
  *
- * Invariants (all under worker.lock):
- *   - `head`..`tail` is the FIFO of queued jobs; `running_owner` is the owner of the job running
- *     now (valid while `job_running`).
- *   - `timers` lists every live timer; a timer being fired has `firing` set, and is freed by
- *     whoever clears `firing` last if it was cancelled meanwhile.
+ * Each queue has its own thread, started lazily by its first job or timer; it lives until the
+ * process exits. A queue runs its jobs in FIFO order and fires its due timers between jobs.
+ * Nothing here holds a queue's lock while a job or a timer callback runs, so jobs may queue more
+ * jobs, create or free timers, and drain.
+ *
+ * A drain waits only for its owner: the owner's queued jobs are taken out of the queue and run
+ * on the draining thread, and only a job of the owner already running on a queue's thread is
+ * waited for. So freeing one cache never waits behind another cache's jobs.
+ *
+ * fork(): pthread_atfork handlers take both queue locks around the fork, so no lock is held in
+ * the child; the child starts with empty queues and no thread (a new one starts at the child's
+ * first job or timer). The parent's queued jobs and live timers stay the parent's: the child
+ * never runs them (they are kept in parent_jobs / parent_timers so they stay reachable).
+ *
+ * Invariants (each queue's fields under its lock):
+ *   - `head`..`tail` is the FIFO of queued jobs (tail->next == NULL; both NULL when empty).
+ *   - `running_owner` is the owner of the job running on the queue's thread, valid while
+ *     `job_running`.
+ *   - `timers` lists every live timer of the queue; a timer being fired has `firing` set, and is
+ *     freed by whoever clears `firing` last if it was cancelled meanwhile.
+ *   - `started`: the thread exists in this process (cleared in a fork child).
  */
 #include "internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -28,17 +46,20 @@ typedef struct job {
     void *arg;
 } job;
 
+typedef struct queue queue;
+
 struct yyc__timer {
     struct yyc__timer *next;
+    queue *q;
     yyc__job_fn fire;
     void *arg;
     double interval; /* <= 0 or NaN: paused */
     double deadline; /* INFINITY while paused */
-    bool firing;     /* fire() is running on the worker thread */
-    bool cancelled;  /* freed by yyc__timer_free from inside fire(): the worker frees it */
+    bool firing;     /* fire() is running on the queue's thread */
+    bool cancelled;  /* freed by yyc__timer_free from inside fire(): the thread frees it */
 };
 
-static struct {
+struct queue {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* CLOCK_MONOTONIC: work queued or timers changed */
     pthread_cond_t done; /* a job or a timer callback finished */
@@ -46,82 +67,160 @@ static struct {
     yyc__timer *timers;
     bool job_running;
     const void *running_owner;
-    pthread_t thread;
     bool started;
-} worker = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    job *parent_jobs;          /* fork child: the parent's queued jobs, never run here */
+    yyc__timer *parent_timers; /* fork child: the parent's timers, never fired here */
+};
 
-static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+static queue queues[YYC__QUEUE_COUNT] = {
+    [YYC__QUEUE_MEMORY] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [YYC__QUEUE_DISK] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+};
+
+/* The queue whose thread this is (NULL on every other thread). */
+static _Thread_local queue *current_queue;
+
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /* Intervals of 1e15 s (30 million years) or more never come due: treated as paused, so that a
  * huge finite interval such as DBL_MAX cannot overflow the time_t of the wait. */
 #define MAX_INTERVAL 1e15
+
+static void lock(queue *q) {
+    int rc = pthread_mutex_lock(&q->lock);
+    assert(rc == 0);
+    (void)rc;
+}
+
+static void unlock(queue *q) {
+    int rc = pthread_mutex_unlock(&q->lock);
+    assert(rc == 0);
+    (void)rc;
+}
+
+/* --- setup and fork --- */
+
+static void init_conds(queue *q) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    pthread_cond_init(&q->done, NULL);
+}
+
+/* Before fork(): no queue lock may be held by another thread at the fork. Always in queue
+ * order; nothing else ever holds two queue locks. */
+static void fork_prepare(void) {
+    for (int i = 0; i < YYC__QUEUE_COUNT; i++) lock(&queues[i]);
+}
+
+static void fork_parent(void) {
+    for (int i = YYC__QUEUE_COUNT - 1; i >= 0; i--) unlock(&queues[i]);
+}
+
+/* In the child (one thread: the one that forked, which holds every queue lock): no worker
+ * thread exists here. Forget the parent's work, so that drains and timer frees of new objects
+ * never wait for it, and let the next job or timer start a new thread. */
+static void fork_child(void) {
+    for (int i = YYC__QUEUE_COUNT - 1; i >= 0; i--) {
+        queue *q = &queues[i];
+        if (q->tail) {
+            q->tail->next = q->parent_jobs;
+            q->parent_jobs = q->head;
+        }
+        q->head = q->tail = NULL;
+        for (yyc__timer *t = q->timers; t;) {
+            yyc__timer *next = t->next;
+            t->next = q->parent_timers;
+            q->parent_timers = t;
+            t = next;
+        }
+        q->timers = NULL;
+        q->job_running = false;
+        q->running_owner = NULL;
+        q->started = false;
+        init_conds(q); /* a waiter of the parent's may have left them mid-wait */
+        unlock(q);
+    }
+    current_queue = NULL; /* if a job forked, this thread is not a worker in the child */
+}
+
+static void setup(void) {
+    for (int i = 0; i < YYC__QUEUE_COUNT; i++) init_conds(&queues[i]);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static queue *queue_of(yyc__queue which) {
+    pthread_once(&setup_once, setup);
+    assert((unsigned)which < YYC__QUEUE_COUNT);
+    return &queues[which];
+}
+
+/* --- the thread --- */
 
 static double deadline_after(double interval) {
     if (!(interval > 0) || !(interval < MAX_INTERVAL)) return INFINITY;
     return yyc__monotonic_now() + interval;
 }
 
-static yyc__timer *earliest_timer(void) {
+static yyc__timer *earliest_timer_locked(queue *q) {
     yyc__timer *best = NULL;
-    for (yyc__timer *t = worker.timers; t; t = t->next)
+    for (yyc__timer *t = q->timers; t; t = t->next)
         if (!t->firing && (!best || t->deadline < best->deadline)) best = t;
     return best;
 }
 
-static void wait_until(double deadline) {
+static void wait_until_locked(queue *q, double deadline) {
     struct timespec ts;
     double whole = floor(deadline);
     ts.tv_sec = (time_t)whole;
     ts.tv_nsec = (long)((deadline - whole) * 1e9);
     if (ts.tv_nsec >= 1000000000L) ts.tv_nsec = 999999999L;
-    pthread_cond_timedwait(&worker.wake, &worker.lock, &ts);
+    pthread_cond_timedwait(&q->wake, &q->lock, &ts);
 }
 
-static void *worker_main(void *unused) {
-    (void)unused;
-    pthread_mutex_lock(&worker.lock);
+static void *worker_main(void *arg) {
+    queue *q = arg;
+    current_queue = q;
+    lock(q);
     for (;;) {
-        job *j = worker.head;
+        job *j = q->head;
         if (j) {
-            worker.head = j->next;
-            if (!worker.head) worker.tail = NULL;
-            worker.job_running = true;
-            worker.running_owner = j->owner;
-            pthread_mutex_unlock(&worker.lock);
+            q->head = j->next;
+            if (!q->head) q->tail = NULL;
+            q->job_running = true;
+            q->running_owner = j->owner;
+            unlock(q);
             j->fn(j->arg);
             free(j);
-            pthread_mutex_lock(&worker.lock);
-            worker.job_running = false;
-            worker.running_owner = NULL;
-            pthread_cond_broadcast(&worker.done);
+            lock(q);
+            q->job_running = false;
+            q->running_owner = NULL;
+            pthread_cond_broadcast(&q->done);
             continue;
         }
-        yyc__timer *t = earliest_timer();
+        yyc__timer *t = earliest_timer_locked(q);
         if (t && t->deadline <= yyc__monotonic_now()) {
             t->firing = true;
-            pthread_mutex_unlock(&worker.lock);
+            unlock(q);
             t->fire(t->arg);
-            pthread_mutex_lock(&worker.lock);
+            lock(q);
             t->firing = false;
             if (t->cancelled) free(t);
             else t->deadline = deadline_after(t->interval);
-            pthread_cond_broadcast(&worker.done);
+            pthread_cond_broadcast(&q->done);
             continue;
         }
-        if (t && isfinite(t->deadline)) wait_until(t->deadline);
-        else pthread_cond_wait(&worker.wake, &worker.lock);
+        if (t && isfinite(t->deadline)) wait_until_locked(q, t->deadline);
+        else pthread_cond_wait(&q->wake, &q->lock);
     }
     return NULL;
 }
 
-static void worker_start(void) {
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&worker.wake, &attr);
-    pthread_condattr_destroy(&attr);
-    pthread_cond_init(&worker.done, NULL);
-
+/* Starts q's thread unless it runs already. Returns whether it runs. */
+static bool ensure_started_locked(queue *q) {
+    if (q->started) return true;
     /* Signals stay with the application's threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -129,122 +228,150 @@ static void worker_start(void) {
     pthread_attr_t tattr;
     pthread_attr_init(&tattr);
     pthread_attr_setdetachstate(&tattr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&worker.thread, &tattr, worker_main, NULL);
+    pthread_t thread;
+    int rc = pthread_create(&thread, &tattr, worker_main, q);
     pthread_attr_destroy(&tattr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_mutex_lock(&worker.lock);
-    worker.started = (rc == 0);
-    pthread_mutex_unlock(&worker.lock);
+    q->started = (rc == 0);
+    return q->started;
 }
 
-static bool ensure_started(void) {
-    pthread_once(&worker_once, worker_start);
-    return worker.started; /* written once under the lock before pthread_once returns */
-}
+bool yyc__worker_is_current(void) { return current_queue != NULL; }
 
-bool yyc__worker_is_current(void) {
-    return ensure_started() && pthread_equal(pthread_self(), worker.thread);
-}
+/* --- jobs --- */
 
-int yyc__worker_async(const void *owner, yyc__job_fn fn, void *arg) {
-    if (!ensure_started()) return YYC_ENOMEM;
+int yyc__worker_async(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg) {
+    queue *q = queue_of(which);
     job *j = malloc(sizeof *j);
     if (!j) return YYC_ENOMEM;
     *j = (job){.owner = owner, .fn = fn, .arg = arg};
-    pthread_mutex_lock(&worker.lock);
-    if (worker.tail) worker.tail->next = j;
-    else worker.head = j;
-    worker.tail = j;
-    pthread_cond_signal(&worker.wake);
-    pthread_mutex_unlock(&worker.lock);
+    lock(q);
+    if (!ensure_started_locked(q)) {
+        unlock(q);
+        free(j);
+        return YYC_ENOMEM;
+    }
+    if (q->tail) q->tail->next = j;
+    else q->head = j;
+    q->tail = j;
+    pthread_cond_signal(&q->wake);
+    unlock(q);
     return YYC_OK;
 }
 
-static bool owner_has_queued_job(const void *owner) {
-    for (job *j = worker.head; j; j = j->next)
-        if (j->owner == owner) return true;
-    return false;
+/* Takes owner's queued jobs out of q, in order. */
+static job *take_jobs_locked(queue *q, const void *owner) {
+    job *mine = NULL, **mine_tail = &mine;
+    job *prev = NULL;
+    for (job *j = q->head; j;) {
+        job *next = j->next;
+        if (j->owner == owner) {
+            if (prev) prev->next = next;
+            else q->head = next;
+            if (q->tail == j) q->tail = prev;
+            j->next = NULL;
+            *mine_tail = j;
+            mine_tail = &j->next;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+    return mine;
 }
 
-void yyc__worker_drain(const void *owner) {
-    if (!ensure_started()) return;
-    if (yyc__worker_is_current()) {
-        /* Waiting would deadlock: take owner's jobs out of the queue and run them here. */
-        job *mine = NULL, **mine_tail = &mine;
-        pthread_mutex_lock(&worker.lock);
-        job *prev = NULL;
-        for (job *j = worker.head; j;) {
-            job *next = j->next;
-            if (j->owner == owner) {
-                if (prev) prev->next = next;
-                else worker.head = next;
-                if (worker.tail == j) worker.tail = prev;
-                j->next = NULL;
-                *mine_tail = j;
-                mine_tail = &j->next;
-            } else {
-                prev = j;
-            }
-            j = next;
+static void drain_queue(queue *q, const void *owner) {
+    /* On q's own thread, a running job of owner is this thread's caller: never wait for it. */
+    bool on_its_thread = current_queue == q;
+    lock(q);
+    for (;;) {
+        if (!on_its_thread && q->job_running && q->running_owner == owner) {
+            pthread_cond_wait(&q->done, &q->lock);
+            continue;
         }
-        pthread_mutex_unlock(&worker.lock);
+        job *mine = take_jobs_locked(q, owner);
+        if (!mine) break;
+        pthread_cond_broadcast(&q->done); /* the queue changed (yyc__worker_wait_idle) */
+        unlock(q);
         while (mine) {
             job *next = mine->next;
             mine->fn(mine->arg);
             free(mine);
             mine = next;
         }
-        return;
+        lock(q);
     }
-    pthread_mutex_lock(&worker.lock);
-    while (owner_has_queued_job(owner) || (worker.job_running && worker.running_owner == owner))
-        pthread_cond_wait(&worker.done, &worker.lock);
-    pthread_mutex_unlock(&worker.lock);
+    unlock(q);
 }
 
-int yyc__timer_new(yyc__job_fn fire, void *arg, double interval, yyc__timer **out) {
+void yyc__worker_drain(const void *owner) {
+    for (int i = 0; i < YYC__QUEUE_COUNT; i++) drain_queue(queue_of((yyc__queue)i), owner);
+}
+
+#ifdef YYC_TESTING
+void yyc__worker_wait_idle(yyc__queue which) {
+    queue *q = queue_of(which);
+    assert(current_queue != q); /* its own job would wait for itself */
+    lock(q);
+    while (q->head || q->job_running) pthread_cond_wait(&q->done, &q->lock);
+    unlock(q);
+}
+#endif
+
+/* --- timers --- */
+
+int yyc__timer_new(yyc__queue which, yyc__job_fn fire, void *arg, double interval,
+                   yyc__timer **out) {
     *out = NULL;
-    if (!ensure_started()) return YYC_ENOMEM;
+    queue *q = queue_of(which);
     yyc__timer *t = calloc(1, sizeof *t);
     if (!t) return YYC_ENOMEM;
+    t->q = q;
     t->fire = fire;
     t->arg = arg;
     t->interval = interval;
     t->deadline = deadline_after(interval);
+    lock(q);
+    if (!ensure_started_locked(q)) {
+        unlock(q);
+        free(t);
+        return YYC_ENOMEM;
+    }
     *out = t; /* before the timer can fire: fire() may read the caller's handle */
-    pthread_mutex_lock(&worker.lock);
-    t->next = worker.timers;
-    worker.timers = t;
-    pthread_cond_signal(&worker.wake);
-    pthread_mutex_unlock(&worker.lock);
+    t->next = q->timers;
+    q->timers = t;
+    pthread_cond_signal(&q->wake);
+    unlock(q);
     return YYC_OK;
 }
 
 void yyc__timer_set_interval(yyc__timer *t, double interval) {
     if (!t) return;
-    pthread_mutex_lock(&worker.lock);
+    queue *q = t->q;
+    lock(q);
     t->interval = interval;
     if (!t->firing) t->deadline = deadline_after(interval);
-    pthread_cond_signal(&worker.wake);
-    pthread_mutex_unlock(&worker.lock);
+    pthread_cond_signal(&q->wake);
+    unlock(q);
 }
 
 void yyc__timer_free(yyc__timer *t) {
     if (!t) return;
-    bool on_worker = yyc__worker_is_current();
-    pthread_mutex_lock(&worker.lock);
-    for (yyc__timer **p = &worker.timers; *p; p = &(*p)->next) {
+    queue *q = t->q;
+    bool on_its_thread = current_queue == q;
+    lock(q);
+    for (yyc__timer **p = &q->timers; *p; p = &(*p)->next) {
         if (*p == t) {
             *p = t->next;
             break;
         }
     }
-    if (t->firing && on_worker) {
-        t->cancelled = true; /* we are inside t->fire(): the worker frees it afterwards */
-        pthread_mutex_unlock(&worker.lock);
+    if (t->firing && on_its_thread) {
+        t->cancelled = true; /* we are inside t->fire(): the thread frees it afterwards */
+        unlock(q);
         return;
     }
-    while (t->firing) pthread_cond_wait(&worker.done, &worker.lock);
-    pthread_mutex_unlock(&worker.lock);
+    while (t->firing) pthread_cond_wait(&q->done, &q->lock);
+    unlock(q);
     free(t);
 }

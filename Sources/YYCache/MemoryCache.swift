@@ -75,7 +75,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     @usableFromInline
     let handle: OpaquePointer
 
-    /// The C callbacks' context; it must outlive `handle`.
+    /// The C callbacks' context; it must outlive `handle` (which retains it until freed).
     @usableFromInline
     let events: MemoryCacheEvents<Key, Value>
 
@@ -151,6 +151,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         self.events = events
         self.state = Protected(State(name: name))
         events.cache = self
+        events.retainUntilFreed(by: handle)
         events.installEventHandlers(on: handle)
     }
 
@@ -159,6 +160,9 @@ public final class MemoryCache<Key: CacheKey, Value> {
         // the main queue by `releasesValuesOnMainThread` are released later, on that queue).
         // Values handed back by the worker (callers-only release) are released here, on the
         // thread that drops the cache.
+        // When a value released by this cache held the last reference to it, this deinit runs
+        // inside that release: the C core then frees the cache once it has finished releasing,
+        // and keeps `events` alive until then.
         yyc_memcache_free(handle)
         events.releaseHandedBackValues()
     }

@@ -12,8 +12,10 @@ import Synchronization
 /// `@convention(c)` function cannot mention the cache's generic parameters;
 /// ``MemoryCacheEvents`` overrides the event methods.
 ///
-/// It outlives the C cache: the ``MemoryCache`` frees the C cache in `deinit`, and only then
-/// are its stored properties (this object included) released.
+/// It outlives the C cache: the C cache holds a strong reference to it, dropped by the cache's
+/// free handler once the C cache is gone. That is after `yyc_memcache_free` returns when a value
+/// released by the cache held the last reference to the ``MemoryCache``: the C core then defers
+/// the free to the end of the call that released the value, and keeps calling back until then.
 @usableFromInline
 class MemoryCacheCallbacks: @unchecked Sendable {
     // @unchecked Sendable: the only state is an Atomic here and, in the subclass, a reference
@@ -130,6 +132,12 @@ class MemoryCacheCallbacks: @unchecked Sendable {
         }
     }
 
+    /// Makes `handle` keep `self` alive until it is freed (its free handler releases it).
+    func retainUntilFreed(by handle: OpaquePointer) {
+        yyc_memcache_set_free_handler(
+            handle, memoryCacheFreed, Unmanaged.passRetained(self).toOpaque())
+    }
+
     /// Installs the event hooks on `handle`, with `self` as their context (not retained).
     func installEventHandlers(on handle: OpaquePointer) {
         let ctx = Unmanaged.passUnretained(self).toOpaque()
@@ -197,4 +205,10 @@ private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMuta
 private func memoryCacheEnterBackground(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
     guard let ctx else { return }
     Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().enterBackground()
+}
+
+// The free handler: the C cache is gone and calls back no more; drop its reference.
+private func memoryCacheFreed(_ ctx: UnsafeMutableRawPointer?) {
+    guard let ctx else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).release()
 }

@@ -335,15 +335,10 @@ static void plant_debris(const char *dir) {
 
 /* ---------------------------------------------------------------- operations */
 
-static void no_job(void *arg) { (void)arg; }
-
-/* Waits until the background worker has run every job queued so far (it runs them in order):
- * the orphan sweep an open queues holds a read transaction that changes what a checkpoint does,
- * so the points of a run would depend on the worker's timing. */
-static void wait_for_worker(void) {
-    static char marker;
-    if (yyc__worker_async(&marker, no_job, NULL) == YYC_OK) yyc__worker_drain(&marker);
-}
+/* Waits until the background disk queue has run every job queued so far: the orphan sweep an
+ * open queues holds a read transaction that changes what a checkpoint does, so the points of a
+ * run would depend on the worker's timing. */
+static void wait_for_worker(void) { yyc__worker_wait_idle(YYC__QUEUE_DISK); }
 
 /* OBJ_KV_CLOSED: a storage the operation itself closes, after a save of n0 (injection off). */
 typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;

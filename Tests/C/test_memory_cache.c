@@ -4,6 +4,7 @@
  * Background work is awaited with WAIT_UNTIL (a deadline), never with a fixed sleep.
  */
 #include "policy_support.h"
+#include "internal.h" /* yyc__worker_drain: wait for the queued cost trim */
 
 #include <float.h>
 #include <math.h>
@@ -293,6 +294,25 @@ static void count_limit_evicts_one_tail_entry_on_set(void **state) {
     put(c, &t, "e", 0);
     assert_int_equal(yyc_memcache_total_count(c), 3);
     assert_false(has(c, "b"));
+    free_and_check_no_leak(c, &t);
+}
+
+/* YYMemoryCache checks the cost limit before its count eviction, so an entry that a set at
+ * the count limit evicts still counts toward the cost that queues the trim: with a cost limit
+ * of 0 that trim empties the cache (found by fuzz_memcache). */
+static void set_at_the_count_limit_queues_the_cost_trim_the_evicted_entry_made_due(void **state) {
+    (void)state;
+    tracker t;
+    yyc_memcache *c = new_tracked_cache(&t);
+    yyc_memcache_set_auto_trim_interval(c, 1e15); /* paused: only the set's own trim counts */
+    put(c, &t, "a", 14);
+    yyc_memcache_set_count_limit(c, 0);
+    yyc_memcache_set_cost_limit(c, 0);
+    put(c, &t, "b", 0); /* evicts a, then the queued trim to cost 0 removes everything */
+    yyc__worker_drain(c);
+    assert_int_equal(yyc_memcache_total_count(c), 0);
+    assert_false(has(c, "b"));
+    assert_true(yyc__memcache_check(c));
     free_and_check_no_leak(c, &t);
 }
 
@@ -867,6 +887,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(trims_evict_from_the_tail),
     cmocka_unit_test(count_limit_evicts_one_tail_entry_on_set),
     cmocka_unit_test(cost_limit_trims_in_background_to_limit),
+    cmocka_unit_test(set_at_the_count_limit_queues_the_cost_trim_the_evicted_entry_made_due),
     cmocka_unit_test(trim_to_cost_brings_total_under_target),
     cmocka_unit_test(age_trim_uses_monotonic_clock),
     cmocka_unit_test(zero_limits_remove_all),

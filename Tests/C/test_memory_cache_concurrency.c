@@ -184,14 +184,14 @@ static void eight_threads_mixing_operations_keep_totals_consistent(void **state)
     assert_true(atomic_load(&s.ops) > 0);
     assert_int_equal(atomic_load(&bad_derefs), 0);
 
-    /* Quiesce the background: pause the auto-trim, then queue a marker job. The worker runs
-     * one thing at a time in FIFO order, so when the marker runs, any auto-trim in progress
-     * and every job queued before (cost trims, releases) has finished. */
+    /* Quiesce the background: pause the auto-trim, then queue a marker job. The memory queue's
+     * thread runs one thing at a time in FIFO order, so when the marker runs, any auto-trim in
+     * progress and every job queued before (cost trims, releases) has finished. */
     yyc_memcache_set_auto_trim_interval(c, 0);
     yyc_memcache_set_count_limit(c, SIZE_MAX);
     yyc_memcache_set_cost_limit(c, SIZE_MAX);
     atomic_bool marker = false;
-    assert_int_equal(yyc__worker_async(&marker, set_flag, &marker), YYC_OK);
+    assert_int_equal(yyc__worker_async(YYC__QUEUE_MEMORY, &marker, set_flag, &marker), YYC_OK);
     assert_true(WAIT_UNTIL(atomic_load(&marker), 30.0));
     assert_true(yyc__memcache_check(c));
     size_t reachable = yyc_memcache_contains(c, "hot", 3) ? 1 : 0;

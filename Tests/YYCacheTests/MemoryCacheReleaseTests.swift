@@ -171,6 +171,58 @@ import Testing
         #expect(eventually { cache.totalCount == 0 && tracker.liveCount == 0 })
     }
 
+    // A value that holds the last reference to its cache: its deinit, run by the cache's own
+    // release, deinitializes the cache (and frees the C cache) in the middle of that release.
+
+    @Test(arguments: [true, false])
+    func valueHoldingTheLastReferenceToItsCacheFreesItDuringAnAutoTrim(asynchronously: Bool) {
+        let tracker = LifetimeTracker()
+        weak var weakCache: MemoryCache<Int, Tracked>?
+        do {
+            let cache = MemoryCache<Int, Tracked>()
+            cache.releasesValuesAsynchronously = asynchronously
+            for i in 0..<8 { cache[i] = tracker.make(i) }
+            // Holds the cache strongly: the cache and this value keep each other alive.
+            cache[100] = Tracked(100, tracker: tracker) { withExtendedLifetime(cache) {} }
+            for i in 8..<16 { cache[i] = tracker.make(i) }
+            weakCache = cache
+            // The auto-trim evicts everything on the worker; the holder is in the middle, so
+            // the trim goes on releasing values after the cache's last reference is gone.
+            cache.countLimit = 0
+            cache.autoTrimInterval = 0.001
+        }
+        #expect(eventually { weakCache == nil && tracker.liveCount == 0 })
+        let destroyed = tracker.destroyed.load(ordering: .relaxed)
+        #expect(destroyed == 17)
+    }
+
+    @Test func valueHoldingTheLastReferenceToItsCacheFreesItDuringAnAsynchronousRelease() {
+        let tracker = LifetimeTracker()
+        let blocking = DispatchSemaphore(value: 0)
+        let unblock = DispatchSemaphore(value: 0)
+        weak var weakCache: MemoryCache<Int, Tracked>?
+        var blocked = false
+        do {
+            let cache = MemoryCache<Int, Tracked>()
+            #expect(cache.releasesValuesAsynchronously)
+            for i in 0..<8 { cache[i] = tracker.make(i) }
+            cache[100] = Tracked(100, tracker: tracker) { withExtendedLifetime(cache) {} }
+            cache[200] = Tracked(200, tracker: tracker) {
+                blocking.signal()
+                unblock.wait()
+            }
+            weakCache = cache
+            cache.removeValue(forKey: 200)  // its release holds the worker until unblocked
+            blocked = blocking.wait(timeout: .now() + 30) == .success
+            cache.removeValue(forKey: 100)  // released once this scope has dropped `cache`
+        }
+        unblock.signal()
+        #expect(blocked)
+        #expect(eventually { weakCache == nil && tracker.liveCount == 0 })
+        let destroyed = tracker.destroyed.load(ordering: .relaxed)
+        #expect(destroyed == 10)
+    }
+
     @Test func releasesOnTheMainThreadWhenAsked() async throws {
         try #require(await mainQueueRuns(), "the test runner does not service the main queue")
         let tracker = LifetimeTracker()

@@ -28,7 +28,8 @@
  * Thread safety: every function is thread-safe; each cache has one pthread mutex taken at the
  * top of each call. No callback (retain and copy excepted, see below) runs while the mutex is
  * held, so a release or destroy callback or an event handler may call back into the same cache.
- * Blocking: never touches disk. Trims may sleep 10 ms between lock attempts when contended.
+ * Blocking: never touches disk. Trims may sleep 10 ms between lock attempts when contended (on
+ * the caller's thread only: background trims never sleep).
  * Misuse: a NULL cache returns YYC_EINVAL (or 0 / false / no-op for functions without status).
  */
 #ifndef YYCACHE_MEMORY_CACHE_H
@@ -81,7 +82,7 @@ typedef struct yyc_inline_value_type {
                    * power of two that divides size (at most 16) */
     void (*copy)(void *ctx, void *dst, const void *src); /* NULL: memcpy */
     void (*destroy)(void *ctx, void *value);             /* NULL: nothing */
-    void *ctx; /* passed to both; borrowed until yyc_memcache_free returns */
+    void *ctx; /* passed to both; borrowed until the cache is freed (see yyc_memcache_free) */
 } yyc_inline_value_type;
 
 /* Creates a cache of inline values of the given type, with the same defaults as
@@ -126,9 +127,28 @@ YYC_API int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy)
 YYC_API yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c);
 
 /* Cancels the auto-trim timer, removes every entry, waits until every value (including those
- * handed to the background worker earlier) has been released, then frees the cache.
- * NULL is fine. Must not be called while another thread still uses the cache. */
+ * handed to the background worker earlier; still queued ones are released on the calling
+ * thread) has been released, then frees the cache and calls the free handler, if any.
+ * NULL is fine. Must not be called while another thread still uses the cache.
+ * From inside one of the cache's own callbacks (a release or destroy callback, an event
+ * handler: a value that held the last reference to the cache's owner), on the thread running
+ * it, the free is deferred: it returns at once, and the call that ran the callback frees the
+ * cache (as above) when it has finished with it, before it returns - yyc_memcache_remove, for
+ * example, or the background worker's release job. The caller must not use the cache after
+ * yyc_memcache_free, but the callbacks' contexts must stay valid until the free handler runs.
+ * A second yyc_memcache_free of the cache from one of its callbacks while it is being freed
+ * (the callback runs on the freeing thread or on the background worker) is ignored. */
 YYC_API void yyc_memcache_free(yyc_memcache *c);
+
+/* Called once the cache is gone: at the end of yyc_memcache_free, or of the call that ran a
+ * callback which freed the cache (see yyc_memcache_free), on that thread. No callback of the
+ * cache runs after it starts, so it may free the contexts of the value callbacks, of the inline
+ * value type and of the event handlers. */
+typedef void (*yyc_memcache_free_fn)(void *ctx);
+
+/* Sets the free handler (NULL fn: none, the default). Thread-safe.
+ * Ownership: ctx is borrowed until the handler is called or replaced. */
+YYC_API void yyc_memcache_set_free_handler(yyc_memcache *c, yyc_memcache_free_fn fn, void *ctx);
 
 /* Inserts or replaces the value for key and makes the entry the most recently used (a hit,
  * for SIEVE and S3-FIFO; see yyc_eviction_policy).
@@ -240,7 +260,8 @@ YYC_API void yyc_memcache_set_auto_trim_interval(yyc_memcache *c, double seconds
 YYC_API double yyc_memcache_auto_trim_interval(yyc_memcache *c);
 
 /* Release policy. true (default): removed, replaced, evicted and trimmed values are released
- * on the library's background worker thread. false: they are released on the calling thread
+ * on the library's background worker thread for memory caches (which never waits for disk
+ * work, see yycache.h). false: they are released on the calling thread
  * before the call returns (after the mutex is unlocked). Values evicted by a background trim
  * are always released on the worker thread. */
 YYC_API void yyc_memcache_set_release_asynchronously(yyc_memcache *c, bool async);

@@ -5,6 +5,22 @@
  * notice. Each header states, for its declarations, the status codes returned, who owns what,
  * thread safety and whether a call may block or touch the disk.
  * Compiles on its own as C99 and as C++.
+ *
+ * Background threads: the library starts (lazily) two threads of its own, one for memory caches
+ * (asynchronous releases, deferred and automatic trims) and one for disk maintenance (trash
+ * emptying, orphan sweeps, disk auto-trims), so that disk work never delays memory releases.
+ * They block every signal.
+ *
+ * fork() without exec: the child may create and use NEW objects of every kind (memory caches,
+ * disk caches and KV storages - on any folder, the parent's included, as a second process -
+ * and two-level caches); they get their own background threads, started lazily. Objects that
+ * existed at the fork belong to the parent: the child must not use, free or close them (their
+ * memory is the child's copy, reclaimed when it exits or execs; an open SQLite connection must
+ * never be used on both sides of a fork). The parent's pending background work (releases,
+ * trims, trash emptying) stays the parent's: the child never runs it. Caveat: SQLite's own
+ * process-wide mutexes are not fork-aware, so a child that uses disk caches should be forked
+ * while no other thread of the parent is inside a disk call (the library's disk-maintenance
+ * thread included: fork before opening disk caches, or exec).
  */
 #ifndef YYCACHE_YYCACHE_H
 #define YYCACHE_YYCACHE_H

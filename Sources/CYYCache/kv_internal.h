@@ -1,0 +1,257 @@
+/*
+ * kv_internal.h - what the files of the KV storage share (private; not API): the on-disk layout
+ * and SQL, struct yyc_kv and the yyc__kv_* functions one file defines for another.
+ *
+ *   kv_storage.c   the public KV API (yyc_kv_*: open/close, save, remove, trims, remove-all,
+ *                  gets, counts) and the deviations from YYKVStorage;
+ *   kv_manifest.c  the SQLite manifest connection (open, reopen, rebuild, statements, status
+ *                  mapping and reporting, checkpoint, vacuum);
+ *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
+ *                  file names, space reserve);
+ *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans).
+ *
+ * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
+ * entry points used by disk_cache.c and the tests are in kv_private.h.
+ */
+#ifndef YYCACHE_KV_INTERNAL_H
+#define YYCACHE_KV_INTERNAL_H
+
+/* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
+ * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
+#ifndef SQLITE_ENABLE_PREUPDATE_HOOK
+#define SQLITE_ENABLE_PREUPDATE_HOOK 1
+#endif
+
+#include "internal.h"
+
+#include "fs_util.h"
+#include "kv_private.h"
+#include "stmt_cache.h"
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#pragma weak sqlite3_preupdate_hook
+#pragma weak sqlite3_preupdate_old
+
+/* --- layout and SQL (a file-format contract: spec 2.1, 2.2, 2.5) --- */
+
+#define MANIFEST_NAME "manifest.sqlite"
+#define TEXT_OF_(x) #x
+#define TEXT_OF(x) TEXT_OF_(x)
+#define WAL_LIMIT_TEXT TEXT_OF(YYC__KV_WAL_LIMIT_BYTES)
+#define DATA_DIR "data"
+#define TRASH_DIR "trash"
+
+/* YYKVStorage's initialization script, byte for byte in effect. */
+#define SQL_INIT                                                                              \
+    "pragma journal_mode = wal; pragma synchronous = normal; "                                \
+    "create table if not exists manifest (key text, filename text, size integer, "            \
+    "inline_data blob, modification_time integer, last_access_time integer, "                 \
+    "extended_data blob, primary key(key)); "                                                 \
+    "create index if not exists last_access_time_idx on manifest(last_access_time);"
+
+#define COLS_FULL "key, filename, size, inline_data, modification_time, last_access_time, extended_data"
+#define COLS_INFO "key, filename, size, NULL, modification_time, last_access_time, extended_data"
+
+#define SQL_SCHEMA_CHECK "select rowid, " COLS_FULL " from manifest limit 0;"
+
+/* Beyond YYKVStorage: a CRC-32C of each value, in a column YYKVStorage neither reads nor writes
+ * (its statements name their columns, so its saves leave it NULL: such rows are not checked).
+ * Added to existing manifests at open; if that fails, the storage works without it. */
+#define CRC_COLUMN "value_crc32c"
+#define SQL_CRC_CHECK "select " CRC_COLUMN " from manifest limit 0;"
+#define SQL_CRC_ADD "alter table manifest add column " CRC_COLUMN " integer;"
+/* The same for the extended data: NULL when the row has none (or was written without it). The
+ * storage uses the checksums only when the manifest has both columns. */
+#define EXT_CRC_COLUMN "extended_crc32c"
+#define SQL_EXT_CRC_CHECK "select " EXT_CRC_COLUMN " from manifest limit 0;"
+#define SQL_EXT_CRC_ADD "alter table manifest add column " EXT_CRC_COLUMN " integer;"
+
+#define SQL_UPSERT                                                                            \
+    "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
+    "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
+#define SQL_UPSERT_CRC                                                                        \
+    "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
+    "last_access_time, extended_data, " CRC_COLUMN ", " EXT_CRC_COLUMN ") "                  \
+    "values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);"
+#define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
+#define SQL_DELETE "delete from manifest where key = ?1;"
+/* Deletions: candidate rows are listed (rowid, filename, size) and deleted by rowid, in one
+ * write transaction under the folder lock (delete_rows), whatever their key holds (NULL, a
+ * BLOB...). */
+#define ROWS_HEAD "select rowid, filename, size from manifest "
+#define SQL_ROWS_KEY ROWS_HEAD "where key = ?1;"
+#define SQL_ROWS_KEYS_IN ROWS_HEAD "where key in ("
+#define SQL_ROWS_LARGER ROWS_HEAD "where size > ?1;"
+#define SQL_ROWS_EARLIER ROWS_HEAD "where last_access_time < ?1;"
+#define SQL_ROWS_LRU ROWS_HEAD "order by last_access_time asc, rowid asc;"
+#define SQL_DELETE_ROWID "delete from manifest where rowid = ?1;"
+/* Item rows: COLS_FULL / COLS_INFO, then the value's and the extended data's checksums (NULL
+ * without the columns; an info row never checks the value, which it does not read). */
+#define CRCS_FULL CRC_COLUMN ", " EXT_CRC_COLUMN
+#define CRCS_INFO "NULL, " EXT_CRC_COLUMN
+#define SQL_GET_ITEM "select " COLS_FULL ", NULL, NULL from manifest where key = ?1;"
+#define SQL_GET_ITEM_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key = ?1;"
+#define SQL_GET_INFO "select " COLS_INFO ", NULL, NULL from manifest where key = ?1;"
+#define SQL_GET_INFO_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key = ?1;"
+/* Heads of the `key in (...)` lists of the same rows. */
+#define SQL_ITEMS_IN "select " COLS_FULL ", NULL, NULL from manifest where key in ("
+#define SQL_ITEMS_IN_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key in ("
+#define SQL_INFOS_IN "select " COLS_INFO ", NULL, NULL from manifest where key in ("
+#define SQL_INFOS_IN_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key in ("
+#define SQL_GET_VALUE                                                                         \
+    "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
+#define SQL_GET_VALUE_CRC                                                                     \
+    "select filename, size, inline_data, last_access_time, " CRC_COLUMN                      \
+    " from manifest where key = ?1;"
+#define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
+#define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
+/* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
+ * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
+ * instead of failing on overflow as sum() does. */
+#define SQL_SUM "select yyc_cost_total(size) from manifest;"
+#define SQL_COUNT "select count(*) from manifest;"
+
+/* --- the object --- */
+
+/* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
+ * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
+ * could not be recreated); data_checked only while lock_depth > 0; save_dir_fd is -1 outside
+ * yyc_kv_save; an item handed out is one malloc block.
+ *
+ * Who guards what: every field belongs to the caller's thread (the caller serialises calls on
+ * one yyc_kv; disk_cache.c's mutex does) and nothing else reads or writes it: the sweeps run on
+ * the worker thread with descriptors, a path and a connection of their own (kv_sweep.c), and the
+ * preupdate hook (old_row_hook) runs inside sqlite3_step on the caller's thread. On top of that
+ * the folder flock (held while lock_depth > 0; kv_folder.c) guards what other processes share:
+ * data_checked is true only under it, data/ (the folder data_fd names) is replaced only under it,
+ * and every change of a row together with its file happens under it. Below, [caller] marks a
+ * field only the caller's serialisation guards, [folder lock] one that needs the flock as well,
+ * [open] one set by the open and constant after it, [testing] a test knob (test builds only). */
+struct yyc_kv {
+    /* [open] */
+    char *path;    /* as given to open */
+    char *db_path; /* path/manifest.sqlite */
+    yyc_kv_type type;
+    int root_fd;
+    /* [caller]; reopened under the folder lock or when data/ was found replaced (data_dir). */
+    int data_fd;
+    dev_t data_dev; /* identity of the folder data_fd was opened on */
+    ino_t data_ino;
+    /* data_fd was checked against data/ since the folder lock was taken: data/ is only replaced
+     * under that lock, so it stays valid until the lock is released. */
+    bool data_checked; /* [folder lock] */
+    /* The descriptor a save in progress wrote its temporary file through (-1: none). Reopening
+     * data/ meanwhile leaves it open: the save closes it. */
+    int save_dir_fd; /* [caller] */
+    /* [caller]: the manifest connection and its reopen state (kv_manifest.c). */
+    sqlite3 *db;
+    yyc__stmt_cache stmts;
+    int busy_timeout_ms;
+    /* Lazy reopen (spec 2.3). */
+    int open_error_count;
+    double last_open_error_time;
+    int max_open_retries;
+    double retry_interval;
+#ifdef YYC_TESTING
+    int fail_opens; /* [testing] opens left to fail */
+#endif
+    bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
+    bool has_crc;         /* the manifest has both checksum columns */
+    /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
+     * upsert itself, instead of looking it up first (old_row_hook). [caller]; the last three are
+     * written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
+    bool use_old_row_hook;     /* the hook is available and the columns below were found */
+#ifdef YYC_TESTING
+    bool no_old_row_hook; /* [testing] always look up */
+#endif
+    int col_key, col_filename; /* column numbers in manifest */
+    const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
+    bool old_row_failed;       /* the hook could not read the replaced row */
+    char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
+    /* [caller] */
+    int lock_depth;       /* folder_lock nesting; > 0: this process holds the folder flock */
+    bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
+    bool quiet_full;      /* a deletion that will be retried: its ENOSPC is not reported */
+    bool reserve_gone;    /* the space reserve was released (or never made): remake it */
+#ifdef YYC_TESTING
+    int fail_flock; /* [testing] the next folder lock fails with this errno (0: none) */
+#endif
+    /* Reporting. [caller] */
+    yyc_error_hook hook;
+    void *hook_ctx;
+    bool logs;
+    bool probing;           /* opening: a corrupt manifest is only recorded (the rebuild reports) */
+    bool has_pending_event; /* a corruption event happened before any hook was set */
+    yyc_error pending_event;
+};
+
+/* A data file as it was when captured. It is deleted later only if its name still refers to
+ * the same file: a value that another process renamed into place under that name meanwhile
+ * (between our row delete and our unlink) survives, and its row never dangles. */
+typedef struct file_ref {
+    char *name; /* NULL: nothing to delete */
+    dev_t dev;
+    ino_t ino;
+} file_ref;
+
+/* --- kv_manifest.c: the manifest connection, statuses, reporting --- */
+
+/* Formats an error; records it as the thread's last error when `record`, reports it through the
+ * hook (and the log). Returns code. */
+int yyc__kv_report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_errno,
+                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* An errno failure, recorded and reported; returns its status. */
+int yyc__kv_errno_fail(yyc_kv *kv, int err, const char *what);
+/* An SQLite failure, mapped to a status, recorded and reported; returns the status. */
+int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what);
+/* Opens the manifest, rebuilding a corrupt one in place; closes the connection. */
+int yyc__kv_db_open_or_rebuild(yyc_kv *kv);
+void yyc__kv_db_close(yyc_kv *kv);
+/* Every operation starts here: an open connection proceeds, a closed one is reopened. */
+int yyc__kv_db_check(yyc_kv *kv);
+/* Cached statements: prepare_checked after a db_check, prepare does the db_check; prepare2
+ * picks sql_crc when the manifest has the checksum columns. */
+int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
+int yyc__kv_prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
+int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc,
+                     sqlite3_stmt **out, bool *with_crc);
+int yyc__kv_bind_key(sqlite3_stmt *s, int idx, const char *key);
+/* Steps a statement that returns no row and gives it back. */
+int yyc__kv_step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what);
+/* VACUUM, then a truncating checkpoint. */
+int yyc__kv_compact(yyc_kv *kv);
+
+/* --- kv_folder.c: the folder protocol and the files --- */
+
+/* The folder lock (nests); warn_unused_result: nothing proceeds unlocked. */
+int yyc__kv_folder_lock(yyc_kv *kv) __attribute__((warn_unused_result));
+void yyc__kv_folder_unlock(yyc_kv *kv);
+/* An exclusive flock on fd, waiting at most timeout_ms. */
+int yyc__kv_flock_bounded(int fd, int timeout_ms);
+/* data/: (re)opened, the current one's descriptor, moved to trash/ (takes the folder lock). */
+int yyc__kv_open_data_dir(yyc_kv *kv);
+int yyc__kv_data_dir(yyc_kv *kv);
+void yyc__kv_move_data_to_trash(yyc_kv *kv, bool delete_now);
+/* A data file captured now, deleted later only if it is still the same file. */
+void yyc__kv_file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r);
+void yyc__kv_file_ref_delete(yyc_kv *kv, file_ref *r);
+void yyc__kv_file_ref_forget(file_ref *r);
+/* Value files: opened for reading, read and closed, placed under a fresh name (folder lock). */
+int yyc__kv_open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd,
+                            size_t *len, bool *drop_file);
+int yyc__kv_read_value_file(yyc_kv *kv, int fd, void *buf, size_t len);
+int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len,
+                              const char *name, int tdfd, const char *tmp, char placed[256]);
+/* The space reserve: made when missing and there is room; released for a full disk. */
+void yyc__kv_reserve_make(yyc_kv *kv);
+bool yyc__kv_reserve_release(yyc_kv *kv);
+
+/* --- kv_sweep.c: the background sweeps --- */
+
+/* Empties trash/ on the worker thread; with sweep_data also stale temporaries and orphans. */
+void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
+
+#endif /* YYCACHE_KV_INTERNAL_H */
