@@ -118,8 +118,8 @@ unsigned yyc__memcache_auto_trim_fires(yyc_memcache *c);
  * which was a third of a get's cost; ages are seconds, so the resolution does not matter.
  * Every time in this file comes from here, so ages compare like with like. */
 #ifdef YYC_TESTING
-/* Test builds: seconds added to every clock reading of this file (moved by tests instead of
- * sleeping). */
+/* Test builds: seconds added to the deadlines' clock (ttl_now; moved by tests instead of
+ * sleeping). Ages (clock_now) do not move: the age limit's tests and fuzzing rely on real time. */
 static _Atomic double testing_clock_offset;
 void yyc__memcache_testing_advance_clock(double seconds);
 void yyc__memcache_testing_advance_clock(double seconds) {
@@ -136,13 +136,13 @@ static double clock_now(void) {
 #ifdef CLOCK_MONOTONIC_COARSE
     struct timespec ts;
     if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts) == 0)
-        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + CLOCK_OFFSET;
+        return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 #endif
-    return yyc__monotonic_now() + CLOCK_OFFSET;
+    return yyc__monotonic_now();
 }
 
 /* Deadlines (time to live): the fine clock, so that an entry is never returned a tick after it
- * expired. Read only for entries that have a time to live. Never behind clock_now(). */
+ * expired. Read only for entries that have a time to live. */
 static double ttl_now(void) { return yyc__monotonic_now() + CLOCK_OFFSET; }
 
 /* --- locking --- */
