@@ -20,6 +20,7 @@
  * (a frame in a thread-local chain): yyc_memcache_free called inside one only marks the
  * outermost scope of that cache on this thread, which frees the cache when it ends.
  */
+#include "expiry.h"
 #include "internal.h"
 #include "lru_map.h"
 
@@ -27,6 +28,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -48,7 +50,11 @@
  *   - Write generations (memory_cache.h): a key's generation is generation_epoch +
  *     generations[stripe(key)]; both only grow, each write on a key adds 1 to one of them
  *     (remove_all to the epoch, other writes to the key's stripe) once tracks_generations is
- *     set, so a generation never repeats. tracks_generations only goes from false to true. */
+ *     set, so a generation never repeats. tracks_generations only goes from false to true.
+ *   - Expiry: expiry records exactly the map's nodes that have a time to live (every node that
+ *     leaves the map is forgotten there in the same critical section, or the whole structure is
+ *     cleared with the map); default_ttl is INFINITY (none) or >= 0. No read returns a node
+ *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read. */
 struct yyc_memcache {
     pthread_mutex_t lock;
     yyc__lru_map map;
@@ -83,6 +89,8 @@ struct yyc_memcache {
     bool freeing;                 /* free_now has started (on some thread) */
     yyc_memcache_free_fn free_fn; /* called once the cache is gone (set_free_handler) */
     void *free_ctx;
+    yyc__expiry expiry;    /* deadlines of the entries with a time to live (expiry.h) */
+    double default_ttl;    /* seconds given to sets without their own; INFINITY: none */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -118,6 +126,21 @@ unsigned yyc__memcache_auto_trim_fires(yyc_memcache *c);
  * tick (1-10 ms resolution, never ahead of CLOCK_MONOTONIC): ~3 ns a read instead of ~25 ns,
  * which was a third of a get's cost; ages are seconds, so the resolution does not matter.
  * Every time in this file comes from here, so ages compare like with like. */
+#ifdef YYC_TESTING
+/* Test builds: seconds added to the deadlines' clock (ttl_now; moved by tests instead of
+ * sleeping). Ages (clock_now) do not move: the age limit's tests and fuzzing rely on real time. */
+static _Atomic double testing_clock_offset;
+void yyc__memcache_testing_advance_clock(double seconds);
+void yyc__memcache_testing_advance_clock(double seconds) {
+    double old = atomic_load(&testing_clock_offset);
+    while (!atomic_compare_exchange_weak(&testing_clock_offset, &old, old + seconds)) {
+    }
+}
+#define CLOCK_OFFSET atomic_load_explicit(&testing_clock_offset, memory_order_relaxed)
+#else
+#define CLOCK_OFFSET 0.0
+#endif
+
 static double clock_now(void) {
 #ifdef CLOCK_MONOTONIC_COARSE
     struct timespec ts;
@@ -126,6 +149,10 @@ static double clock_now(void) {
 #endif
     return yyc__monotonic_now();
 }
+
+/* Deadlines (time to live): the fine clock, so that an entry is never returned a tick after it
+ * expired. Read only for entries that have a time to live. */
+static double ttl_now(void) { return yyc__monotonic_now() + CLOCK_OFFSET; }
 
 /* --- locking --- */
 
@@ -338,6 +365,8 @@ static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type 
     c->release_async = true;
     c->remove_all_on_memory_warning = true;
     c->remove_all_on_enter_background = true;
+    yyc__expiry_init(&c->expiry);
+    c->default_ttl = INFINITY;
     /* Last: the timer may fire (on the worker) as soon as it exists. */
     if (yyc__timer_new(YYC__QUEUE_MEMORY, auto_trim_fire, c, c->auto_trim_interval, &c->timer) !=
         YYC_OK) {
@@ -413,6 +442,7 @@ static void free_now(yyc_memcache *c) {
     yyc_memcache_free_fn free_fn = c->free_fn;
     void *free_ctx = c->free_ctx;
     free(c->garbage_vals);
+    yyc__expiry_destroy(&c->expiry);
     yyc__lru_map_destroy(&c->map);
     pthread_mutex_destroy(&c->lock);
     free(c);
@@ -460,10 +490,12 @@ uint64_t yyc_memcache_generation(yyc_memcache *c, const void *key, size_t key_le
 /* Every set (inline_mode is a constant in each caller, so each gets its own copy). Pointer
  * mode stores value (retained); inline mode moves value_size bytes from bytes. With
  * if_generation, stores only if key's generation is still *if_generation; *out_stored (may be
- * NULL) tells whether it stored. */
+ * NULL) tells whether it stored. ttl: seconds to live (>= 0; INFINITY: never), or NaN for the
+ * cache's default. */
 static inline __attribute__((always_inline)) int
 set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const void *bytes,
-         size_t cost, bool inline_mode, const uint64_t *if_generation, bool *out_stored) {
+         size_t cost, bool inline_mode, const uint64_t *if_generation, bool *out_stored,
+         double ttl) {
     if (out_stored) *out_stored = false;
     if (key_len > UINT32_MAX) return YYC_ETOOBIG; /* node key lengths are 32-bit */
     yyc__lru_node *evicted = NULL;
@@ -478,16 +510,28 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         unlock(c);
         return YYC_OK; /* written meanwhile: nothing stored (inline: the bytes were not read) */
     }
+    if (isnan(ttl)) ttl = c->default_ttl;
+    bool expires = ttl < INFINITY;
+    if (expires && !yyc__expiry_reserve(&c->expiry)) {
+        unlock(c);
+        return YYC_ENOMEM; /* nothing changed */
+    }
     bool inserted;
     /* A new key at the count limit evicts first (the policy never picks the new entry). */
     yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&c->map, key, key_len, c->count_limit,
                                                           c->cost_limit, &inserted, &evicted);
+    if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
     if (!n) {
         bool queue = evicted && c->release_async && stash_list_locked(c, evicted, evicted);
         if (c->release_async) evicted = NULL;
         unlock(c);
         if (queue) schedule_release(c);
-        release_list(c, evicted);
+        if (evicted) {
+            callback_scope scope;
+            scope_enter(&scope, c);
+            release_list(c, evicted);
+            scope_exit(&scope);
+        }
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
     if (stripe) ++*stripe;
@@ -507,6 +551,8 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         n->value = (value && c->cb.retain) ? c->cb.retain(c->cb.ctx, value) : value;
     }
     n->time = now;
+    if (expires) yyc__expiry_set(&c->expiry, n, ttl_now() + ttl);
+    else if (!inserted && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
     yyc__lru_map_set_cost(&c->map, n, cost);
     if (!inserted) yyc__lru_map_touch(&c->map, n); /* a new entry is where its policy put it */
     /* YYMemoryCache checks the cost before its count eviction: an entry evicted first for the
@@ -519,8 +565,10 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         c->cost_trim_pending = true;
         queue_trim = true;
     }
-    if (!evicted && yyc__lru_map_count(&c->map) > c->count_limit)
+    if (!evicted && yyc__lru_map_count(&c->map) > c->count_limit) {
         evicted = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
+        if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+    }
     if (c->release_async) {
         if (have_old) {
             int s = stash_slot_locked(c, old);
@@ -553,13 +601,29 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
 
 int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value, size_t cost) {
     if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, value, NULL, cost, false, NULL, NULL);
+    return set_impl(c, key, key_len, value, NULL, cost, false, NULL, NULL, NAN);
 }
 
 int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key_len, const void *value,
                             size_t cost) {
     if (!c || (!key && key_len > 0) || !value || !c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, NULL, value, cost, true, NULL, NULL);
+    return set_impl(c, key, key_len, NULL, value, cost, true, NULL, NULL, NAN);
+}
+
+static bool valid_ttl(double seconds) { return seconds >= 0; } /* false for NaN */
+
+int yyc_memcache_set_with_ttl(yyc_memcache *c, const void *key, size_t key_len, void *value,
+                              size_t cost, double ttl_seconds) {
+    if (!c || (!key && key_len > 0) || c->inline_values || !valid_ttl(ttl_seconds))
+        return YYC_EINVAL;
+    return set_impl(c, key, key_len, value, NULL, cost, false, NULL, NULL, ttl_seconds);
+}
+
+int yyc_memcache_set_inline_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
+                                     const void *value, size_t cost, double ttl_seconds) {
+    if (!c || (!key && key_len > 0) || !value || !c->inline_values || !valid_ttl(ttl_seconds))
+        return YYC_EINVAL;
+    return set_impl(c, key, key_len, NULL, value, cost, true, NULL, NULL, ttl_seconds);
 }
 
 int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len,
@@ -567,7 +631,7 @@ int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_
                                    bool *out_stored) {
     if (out_stored) *out_stored = false;
     if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, value, NULL, cost, false, &generation, out_stored);
+    return set_impl(c, key, key_len, value, NULL, cost, false, &generation, out_stored, NAN);
 }
 
 int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size_t key_len,
@@ -575,7 +639,106 @@ int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size
                                           bool *out_stored) {
     if (out_stored) *out_stored = false;
     if (!c || (!key && key_len > 0) || !value || !c->inline_values) return YYC_EINVAL;
-    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored);
+    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored, NAN);
+}
+
+/* --- expiry --- */
+
+/* Whether n (found under the lock) has a time to live that has passed. */
+static inline bool expired_locked(yyc_memcache *c, const yyc__lru_node *n) {
+    double deadline;
+    return c->expiry.live && yyc__expiry_deadline(&c->expiry, n, &deadline) &&
+           ttl_now() >= deadline;
+}
+
+/* Unlinks the expired node n (under the lock), then unlocks; its value follows the release
+ * policy, as a removed one's (released in a callback scope: the caller must not touch c after
+ * this returns, since a release callback may have freed it). */
+static __attribute__((noinline, cold)) void drop_expired_and_unlock(yyc_memcache *c,
+                                                                    yyc__lru_node *n) {
+    yyc__lru_map_unlink(&c->map, n);
+    yyc__expiry_forget(&c->expiry, n);
+    bool queue_release = false;
+    if (c->release_async) {
+        queue_release = stash_list_locked(c, n, n);
+        n = NULL;
+    }
+    unlock(c);
+    if (queue_release) schedule_release(c);
+    if (n) {
+        callback_scope scope;
+        scope_enter(&scope, c);
+        release_list(c, n);
+        scope_exit(&scope);
+    }
+}
+
+/* Removes every expired entry: EXPIRE_STEP per lock acquisition, O(expired) work (expiry.h).
+ * on_worker: as for trim. */
+#define EXPIRE_STEP 256
+static void purge_expired(yyc_memcache *c, bool on_worker) {
+    for (;;) {
+        yyc__lru_node *list = NULL, *tail = NULL;
+        size_t taken = 0;
+        bool queue_release = false;
+        lock(c);
+        if (c->expiry.live) {
+            double now = ttl_now();
+            yyc__lru_node *n;
+            while (taken < EXPIRE_STEP && (n = yyc__expiry_pop_due(&c->expiry, now))) {
+                yyc__lru_map_unlink(&c->map, n);
+                if (tail) tail->next = n;
+                else list = n;
+                tail = n;
+                taken++;
+            }
+        }
+        if (list && c->release_async && !on_worker) {
+            queue_release = stash_list_locked(c, list, tail);
+            list = NULL;
+        }
+        unlock(c);
+        if (queue_release) schedule_release(c);
+        release_list(c, list);
+        if (taken < EXPIRE_STEP) return;
+    }
+}
+
+void yyc_memcache_set_default_time_to_live(yyc_memcache *c, double seconds) {
+    if (!c) return;
+    if (isnan(seconds)) seconds = INFINITY;
+    if (seconds < 0) seconds = 0;
+    lock(c);
+    c->default_ttl = seconds;
+    unlock(c);
+}
+
+double yyc_memcache_default_time_to_live(yyc_memcache *c) {
+    if (!c) return INFINITY;
+    lock(c);
+    double v = c->default_ttl;
+    unlock(c);
+    return v;
+}
+
+int yyc_memcache_time_to_live(yyc_memcache *c, const void *key, size_t key_len,
+                              double *out_seconds) {
+    if (out_seconds) *out_seconds = 0;
+    if (!c || !out_seconds || (!key && key_len > 0)) return YYC_EINVAL;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    double deadline = INFINITY, now = 0;
+    if (n && c->expiry.live && yyc__expiry_deadline(&c->expiry, n, &deadline)) {
+        now = ttl_now();
+        if (now >= deadline) {
+            drop_expired_and_unlock(c, n);
+            return YYC_NOTFOUND;
+        }
+    }
+    unlock(c);
+    if (!n) return YYC_NOTFOUND;
+    *out_seconds = deadline < INFINITY ? deadline - now : INFINITY;
+    return YYC_OK;
 }
 
 /* Both gets (inline_mode is a constant in each caller, so each gets its own copy). Pointer
@@ -586,6 +749,10 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
         unlock(c);
+        return YYC_NOTFOUND;
+    }
+    if (__builtin_expect(c->expiry.live != 0, 0) && expired_locked(c, n)) {
+        drop_expired_and_unlock(c, n);
         return YYC_NOTFOUND;
     }
     void *v = n->value;
@@ -627,9 +794,13 @@ int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len, vo
 bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len) {
     if (!c || (!key && key_len > 0)) return false;
     lock(c);
-    bool found = yyc__lru_map_find(&c->map, key, key_len) != NULL;
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (n && expired_locked(c, n)) {
+        drop_expired_and_unlock(c, n);
+        return false;
+    }
     unlock(c);
-    return found;
+    return n != NULL;
 }
 
 /* Both removes: with if_generation, only if key's generation is still *if_generation. */
@@ -644,6 +815,7 @@ static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
     }
     bump_generation_locked(c, key, key_len);
     yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
+    if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
     if (n) {
         if (c->release_async) {
             queue_release = stash_list_locked(c, n, n);
@@ -679,6 +851,7 @@ static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_l
     yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
+    yyc__expiry_clear(&c->expiry);
     *out_list = NULL;
     if (async) return stash_list_locked(c, list, tail);
     *out_list = list;
@@ -800,6 +973,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
     bool queue_release = false;
     yyc__lru_node *list = NULL, *tail = NULL;
 
+    if (!zero) purge_expired(c, on_worker); /* every trim, also one within its limit */
     lock(c);
     bool async = c->release_async && !on_worker;
     if (zero) {
@@ -826,6 +1000,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
+                if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -856,9 +1031,13 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
     bool begin = true, queue_release = false;
     for (;;) {
         if (lock_for_trim(c, on_worker)) {
+            yyc__lru_node *before = tail;
             bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
                                                      &list, &tail);
             begin = false;
+            if (c->expiry.live)
+                for (yyc__lru_node *n = before ? before->next : list; n; n = n->next)
+                    yyc__expiry_forget(&c->expiry, n);
             if (finished && c->release_async && !on_worker) {
                 queue_release = stash_list_locked(c, list, tail);
                 list = NULL;
@@ -917,6 +1096,7 @@ static void auto_trim_fire(void *arg) {
 #endif
     callback_scope scope;
     scope_enter(&scope, c);
+    purge_expired(c, true);
     lock(c);
     size_t cost = c->cost_limit, count = c->count_limit;
     double age = c->age_limit;
@@ -1008,8 +1188,17 @@ void yyc_memcache_handle_enter_background(yyc_memcache *c) {
 /* Checks the map's invariants under the cache's lock. */
 bool yyc__memcache_check(yyc_memcache *c) {
     lock(c);
-    bool ok = yyc__lru_map_check(&c->map);
+    bool ok = yyc__lru_map_check(&c->map) && yyc__expiry_check(&c->expiry);
     if (ok && c->garbage_tail) ok = c->garbage_tail->next == NULL;
+    /* every node with a deadline is in the map, the default is none or >= 0 */
+    for (size_t i = 0; ok && c->expiry.index && i <= c->expiry.mask; i++) {
+        const yyc__lru_node *n = c->expiry.index[i].node;
+        if (n && yyc__lru_map_find(&c->map, n->key, n->key_len) != n) {
+            fprintf(stderr, "memory_cache: a deadline of a node not in the map\n");
+            ok = false;
+        }
+    }
+    if (ok && !(c->default_ttl >= 0)) ok = false;
     unlock(c);
     return ok;
 }

@@ -274,6 +274,17 @@ public final class MemoryCache<Key: CacheKey, Value> {
             removeValue(forKey: key)
             return
         }
+        store(value, forKey: key, cost: cost, timeToLive: nil)
+    }
+
+    /// Stores `value` for `key` with `seconds` to live (>= 0, or `.infinity` for never), or
+    /// with the cache's ``defaultTimeToLive`` when `seconds` is `nil`. Shared by the sets
+    /// (inlined, so `nil` folds away for the plain set).
+    ///
+    /// The corresponding C functions are `yyc_memcache_set`, `yyc_memcache_set_inline` (for
+    /// `nil`), `yyc_memcache_set_with_ttl` and `yyc_memcache_set_inline_with_ttl`.
+    @inlinable
+    func store(_ value: Value, forKey key: Key, cost: Int, timeToLive seconds: Double?) {
         let cCost = cost > 0 ? cost : 0
         let handle = self.handle  // the closures then capture a pointer, not self (no retain)
         if Self.storesValuesInline {
@@ -285,7 +296,11 @@ public final class MemoryCache<Key: CacheKey, Value> {
                 let bytes = buffer.baseAddress!
                 let typed = bytes.initializeMemory(as: Value.self, to: value)
                 let status = key.withCacheKeyBytes {
-                    yyc_memcache_set_inline(handle, $0.baseAddress, $0.count, bytes, cCost)
+                    if let seconds {
+                        return yyc_memcache_set_inline_with_ttl(
+                            handle, $0.baseAddress, $0.count, bytes, cCost, seconds)
+                    }
+                    return yyc_memcache_set_inline(handle, $0.baseAddress, $0.count, bytes, cCost)
                 }
                 if status != 0 { typed.deinitialize(count: 1) }
             }
@@ -293,23 +308,17 @@ public final class MemoryCache<Key: CacheKey, Value> {
             return
         }
         // The C core takes its own reference (retain callback) before set returns; ours ends
-        // after the call. ENOMEM is the only failure and leaves the cache unchanged.
-        if Self.storesObjectsDirectly {
-            let object = unsafeBitCast(value, to: AnyObject.self)
-            withExtendedLifetime(object) {
-                let pointer = Unmanaged.passUnretained(object).toOpaque()
-                _ = key.withCacheKeyBytes {
-                    yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
-                }
-            }
-            releaseHandedBackValues()
-            return
-        }
-        let box = MemoryCacheBox(value)
-        withExtendedLifetime(box) {
-            let pointer = Unmanaged.passUnretained(box).toOpaque()
+        // after the call. ENOMEM is the only failure and leaves the cache unchanged. Class
+        // instances are stored as they are, other values in a box.
+        let object: AnyObject =
+            Self.storesObjectsDirectly ? unsafeBitCast(value, to: AnyObject.self) : MemoryCacheBox(value)
+        withExtendedLifetime(object) {
+            let pointer = Unmanaged.passUnretained(object).toOpaque()
             _ = key.withCacheKeyBytes {
-                yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
+                if let seconds {
+                    return yyc_memcache_set_with_ttl(handle, $0.baseAddress, $0.count, pointer, cCost, seconds)
+                }
+                return yyc_memcache_set(handle, $0.baseAddress, $0.count, pointer, cCost)
             }
         }
         releaseHandedBackValues()

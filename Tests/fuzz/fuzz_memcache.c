@@ -13,7 +13,12 @@
  * count / cost / age limits, the auto-trim interval (kept paused: a firing timer would make the
  * run depend on time), the release policy, the memory-warning and enter-background events with
  * handlers that call back into the cache, misuse (NULL cache, NULL key with a length, a NULL
- * out pointer, a 4 GiB key length), and a drain of the background worker.
+ * out pointer, a 4 GiB key length), a drain of the background worker, and times to live: sets
+ * with one (0, 1e6 s, 2e6 s or none), moves of the deadlines' clock by 0.5e6 or 1e6 s (the
+ * test-build hook; real time never matters at that scale) and time_to_live reads. Once a time
+ * to live was set, every check first runs a trim within its limit (which must remove exactly
+ * the expired entries) and the model drops the entries whose deadline has passed; the model's
+ * trims and background cost trims drop them first too, as the cache's do.
  *
  * The model is an array of entries with an access stamp (the LRU tail is the smallest stamp).
  * After every operation: total count, total cost (an exact 128-bit sum saturated at SIZE_MAX),
@@ -37,7 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool yyc__memcache_check(yyc_memcache *c); /* YYC_TESTING hook (memory_cache.c) */
+bool yyc__memcache_check(yyc_memcache *c); /* YYC_TESTING hooks (memory_cache.c) */
+void yyc__memcache_testing_advance_clock(double seconds);
 
 #define MK_SPECIAL 8
 #define MK_KEYS 64
@@ -56,6 +62,7 @@ typedef struct mentry {
     mv *val; /* NULL value allowed */
     size_t cost;
     uint64_t stamp; /* last set or get: the smallest stamp is the LRU tail */
+    double deadline; /* time to live: expired once ttl_clock >= deadline (set: INFINITY = none) */
 } mentry;
 
 typedef struct mstate {
@@ -67,6 +74,8 @@ typedef struct mstate {
     bool owned; /* value callbacks given: reference counts are checked */
     mentry m[MK_KEYS];
     uint64_t clock;
+    double ttl_clock; /* seconds the deadlines' clock was moved (yyc__memcache_testing_advance_clock) */
+    bool ttl_used;    /* a time to live was set: checks purge expired entries first */
     size_t count_limit, cost_limit;
     double age_limit, interval;
     bool async, rm_on_warning, rm_on_background;
@@ -160,6 +169,12 @@ static void model_remove_all(mstate *s) {
 }
 
 /* Evicts the least recently used entry. */
+/* Drops the entries whose time to live has passed (what every trim does first). */
+static void model_purge_expired(mstate *s) {
+    for (int k = 0; k < MK_KEYS; k++)
+        if (s->m[k].present && s->ttl_clock >= s->m[k].deadline) model_remove(s, k);
+}
+
 static void model_pop_tail(mstate *s) {
     int tail = -1;
     for (int k = 0; k < MK_KEYS; k++)
@@ -174,6 +189,10 @@ static const void *key_ptr(mstate *s, int k, bool null_for_empty) {
 /* ---------------------------------------------------------------- checks */
 
 static void check_all(mstate *s, bool exact) {
+    if (s->ttl_used) { /* expired entries leave by the next read or trim: purge them here */
+        yyc_memcache_trim_to_count(s->c, SIZE_MAX);
+        model_purge_expired(s);
+    }
     MCHECK(s, yyc__memcache_check(s->c), "map invariants");
     size_t count = yyc_memcache_total_count(s->c), mc = model_count(s);
     MCHECK(s, count == mc, "count %zu, model %zu", count, mc);
@@ -203,10 +222,13 @@ static void check_all(mstate *s, bool exact) {
 
 /* set through the API and the model: count eviction (one entry) in the call, cost trim on the
  * worker (drained here, so it has happened when the call returns). */
-static void do_set(mstate *s, int k, bool null_key, mv *v, size_t cost) {
-    int st = yyc_memcache_set(s->c, key_ptr(s, k, null_key), s->keylen[k], v, cost);
+static void do_set_ttl(mstate *s, int k, bool null_key, mv *v, size_t cost, double ttl) {
+    int st = isnan(ttl) ? yyc_memcache_set(s->c, key_ptr(s, k, null_key), s->keylen[k], v, cost)
+                        : yyc_memcache_set_with_ttl(s->c, key_ptr(s, k, null_key), s->keylen[k],
+                                                    v, cost, ttl);
     MCHECK(s, st == YYC_OK, "set status %s", yyc_status_name(st));
     mentry *e = &s->m[k];
+    e->deadline = isnan(ttl) ? INFINITY : s->ttl_clock + ttl;
     e->present = true;
     e->val = v;
     e->cost = cost;
@@ -215,10 +237,15 @@ static void do_set(mstate *s, int k, bool null_key, mv *v, size_t cost) {
     if (model_count(s) > s->count_limit) model_pop_tail(s);
     if (trim_queued) {
         yyc__worker_drain(s->c);
+        model_purge_expired(s);
         if (s->cost_limit == 0) model_remove_all(s);
         else
             while (model_cost(s) > s->cost_limit) model_pop_tail(s);
     }
+}
+
+static void do_set(mstate *s, int k, bool null_key, mv *v, size_t cost) {
+    do_set_ttl(s, k, null_key, v, cost, NAN);
 }
 
 static size_t pick_cost(uint8_t b) {
@@ -270,7 +297,7 @@ static void on_background(yyc_memcache *c, void *ctx) {
 }
 
 static void mop(mstate *s) {
-    uint8_t op = mbyte(s) % 24;
+    uint8_t op = mbyte(s) % 27;
     uint8_t kb = mbyte(s);
     int k = kb % MK_KEYS;
     bool null_key = (kb & 0x80) != 0; /* only used for the empty key */
@@ -357,6 +384,7 @@ static void mop(mstate *s) {
         s->op_name = "trim_to_count";
         size_t n = pick_limit(mbyte(s));
         yyc_memcache_trim_to_count(s->c, n);
+        if (n != 0) model_purge_expired(s);
         if (n == 0) model_remove_all(s);
         else
             while (model_count(s) > n) model_pop_tail(s);
@@ -367,6 +395,7 @@ static void mop(mstate *s) {
         uint8_t b = mbyte(s);
         size_t n = b % 2 ? pick_limit(b / 2) : (size_t)b * 3;
         yyc_memcache_trim_to_cost(s->c, n);
+        if (n != 0) model_purge_expired(s);
         if (n == 0) model_remove_all(s);
         else
             while (model_cost(s) > n) model_pop_tail(s);
@@ -379,6 +408,7 @@ static void mop(mstate *s) {
         static const double ages[] = {0.0, -1.0, -INFINITY, 3600.0, 1e300, INFINITY, NAN, DBL_MAX};
         double a = ages[mbyte(s) % 8];
         yyc_memcache_trim_to_age(s->c, a);
+        model_purge_expired(s);
         if (a <= 0) model_remove_all(s);
         break;
     }
@@ -506,6 +536,34 @@ static void mop(mstate *s) {
             MCHECK(s, yyc_memcache_new(NULL, NULL) == YYC_EINVAL, "new with NULL out");
             yyc_memcache_free(NULL);
         }
+        break;
+    }
+    case 24: { /* set with a time to live: only values whose outcome does not depend on time */
+        s->op_name = "set_with_ttl";
+        static const double ttls[] = {0.0, 1e6, 2e6, INFINITY};
+        uint8_t vb = mbyte(s), cb = mbyte(s);
+        s->ttl_used = true;
+        do_set_ttl(s, k, null_key, (vb & 1) ? mv_new(s) : NULL, pick_cost(cb), ttls[vb / 2 % 4]);
+        break;
+    }
+    case 25: { /* move the deadlines' clock by far more than a run lasts */
+        s->op_name = "advance clock";
+        double d = (mbyte(s) % 2 + 1) * 0.5e6;
+        yyc__memcache_testing_advance_clock(d);
+        s->ttl_clock += d;
+        break;
+    }
+    case 26: {
+        s->op_name = "time_to_live";
+        double left = -1;
+        bool live = e->present && s->ttl_clock < e->deadline;
+        int st = yyc_memcache_time_to_live(s->c, key_ptr(s, k, null_key), s->keylen[k], &left);
+        MCHECK(s, st == (live ? YYC_OK : YYC_NOTFOUND), "time_to_live status %s, model live %d",
+               yyc_status_name(st), live);
+        if (live && isinf(e->deadline)) MCHECK(s, isinf(left), "no time to live: %g", left);
+        if (live && !isinf(e->deadline))
+            MCHECK(s, left > 0 && left <= e->deadline - s->ttl_clock, "left %g", left);
+        if (!live && e->present) model_remove(s, k); /* removed by that read */
         break;
     }
     case 22:

@@ -176,6 +176,7 @@ YYC_API int yyc_memcache_set_inline(yyc_memcache *c, const void *key, size_t key
                                     const void *value, size_t cost);
 
 /* Looks key up; on a hit the entry becomes the most recently used and its time is refreshed.
+ * An expired entry (see "Time to live") is a miss, and is removed.
  * Returns: YYC_OK (*out_value holds a reference retained under the lock and transferred to the
  * caller, who must release it), YYC_NOTFOUND (*out_value = NULL), YYC_EINVAL (also for an
  * inline cache).
@@ -190,6 +191,47 @@ YYC_API int yyc_memcache_get(yyc_memcache *c, const void *key, size_t key_len, v
  * Ownership: key is borrowed. */
 YYC_API int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key_len,
                                     void *out_value);
+
+/* Time to live: expiry counted from the write, strict and per entry (the age limit below is
+ * YYMemoryCache's softer "since last access, enforced by trims").
+ * An entry set with a time to live of t seconds expires t seconds after that set, on
+ * CLOCK_MONOTONIC (nanosecond resolution): from then on no call returns it or reports it
+ * present (get, get_inline, contains, time_to_live); the read that finds it expired removes it
+ * (its value released per the release policy, as a removed one's, never under the lock), and
+ * every trim (trim_to_count/cost/age, also one within its limit) and the auto-trim remove all
+ * expired entries first, in O(expired) work (entries are kept in deadline order; no scan of the
+ * cache). A later set on the key replaces the time to live with its own (or with none).
+ * Expiry, like eviction, does not change write generations.
+ * Cost: an entry without a time to live costs nothing more (no byte, one test on a get); an
+ * entry with one costs ~48-96 bytes in a side table and one table probe per read.
+ *
+ * yyc_memcache_set_with_ttl / yyc_memcache_set_inline_with_ttl: yyc_memcache_set /
+ * yyc_memcache_set_inline with an explicit time to live in seconds: >= 0 (0: expired at once:
+ * the entry is stored, never returned, removed by the next read or trim), or INFINITY (never
+ * expires, whatever the default).
+ * Returns: as the plain calls, and YYC_EINVAL for a NaN or negative time to live (nothing
+ * stored; an inline value is not taken). YYC_ENOMEM leaves the cache unchanged.
+ * Ownership and thread safety: as the plain calls. */
+YYC_API int yyc_memcache_set_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
+                                      void *value, size_t cost, double ttl_seconds);
+YYC_API int yyc_memcache_set_inline_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
+                                             const void *value, size_t cost,
+                                             double ttl_seconds);
+
+/* The time to live every other set gets (yyc_memcache_set, set_inline and the _if_generation
+ * calls): seconds, INFINITY (the default) for none. Setting NaN means none; a negative value
+ * means 0. Entries already stored keep theirs. The getter returns INFINITY for a NULL cache.
+ * Thread-safe; takes the lock. */
+YYC_API void yyc_memcache_set_default_time_to_live(yyc_memcache *c, double seconds);
+YYC_API double yyc_memcache_default_time_to_live(yyc_memcache *c);
+
+/* The remaining time to live of key's entry, in seconds (> 0), or INFINITY if it has none.
+ * Not a hit: changes neither the policy's order nor the entry's access time.
+ * Returns: YYC_OK (*out_seconds set), YYC_NOTFOUND (no entry, or an expired one, which this
+ * call removes; *out_seconds = 0), YYC_EINVAL (NULL cache or out_seconds, NULL key with
+ * key_len > 0). Ownership: key is borrowed. Thread-safe; takes the lock. */
+YYC_API int yyc_memcache_time_to_live(yyc_memcache *c, const void *key, size_t key_len,
+                                      double *out_seconds);
 
 /* Write generations: conditional writes for a caller that fills the cache from a slower store
  * it also writes (the two-level cache, yyc_cache, does). A key's generation is a number that
@@ -227,7 +269,8 @@ YYC_API int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *k
 YYC_API int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t key_len,
                                               uint64_t generation);
 
-/* Whether key has an entry. Does not change LRU order or the entry's time.
+/* Whether key has an entry (an expired one does not count: it is removed). Does not change
+ * LRU order or the entry's time.
  * Returns: true or false (false for a NULL cache). */
 YYC_API bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len);
 
