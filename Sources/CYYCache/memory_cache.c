@@ -642,6 +642,25 @@ int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size
     return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored, NAN);
 }
 
+/* Unlocks c (held by the caller); the detached node n (NULL: none) then follows the release
+ * policy: queued for the worker, or released here in a callback scope. The caller must not
+ * touch c after this returns: a release callback may have freed it. */
+static void unlock_and_release(yyc_memcache *c, yyc__lru_node *n) {
+    bool queue_release = false;
+    if (n && c->release_async) {
+        queue_release = stash_list_locked(c, n, n);
+        n = NULL;
+    }
+    unlock(c);
+    if (queue_release) schedule_release(c);
+    if (n) {
+        callback_scope scope;
+        scope_enter(&scope, c);
+        release_list(c, n);
+        scope_exit(&scope);
+    }
+}
+
 /* --- expiry --- */
 
 /* Whether n (found under the lock) has a time to live that has passed. */
@@ -658,19 +677,7 @@ static __attribute__((noinline, cold)) void drop_expired_and_unlock(yyc_memcache
                                                                     yyc__lru_node *n) {
     yyc__lru_map_unlink(&c->map, n);
     yyc__expiry_forget(&c->expiry, n);
-    bool queue_release = false;
-    if (c->release_async) {
-        queue_release = stash_list_locked(c, n, n);
-        n = NULL;
-    }
-    unlock(c);
-    if (queue_release) schedule_release(c);
-    if (n) {
-        callback_scope scope;
-        scope_enter(&scope, c);
-        release_list(c, n);
-        scope_exit(&scope);
-    }
+    unlock_and_release(c, n);
 }
 
 /* Removes every expired entry: EXPIRE_STEP per lock acquisition, O(expired) work (expiry.h).
@@ -807,7 +814,6 @@ bool yyc_memcache_contains(yyc_memcache *c, const void *key, size_t key_len) {
 static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
                        const uint64_t *if_generation) {
     if (!c || (!key && key_len > 0)) return YYC_EINVAL;
-    bool queue_release = false;
     lock(c);
     if (if_generation && !generation_is_locked(c, key, key_len, *if_generation)) {
         unlock(c);
@@ -816,20 +822,7 @@ static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
     bump_generation_locked(c, key, key_len);
     yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
     if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
-    if (n) {
-        if (c->release_async) {
-            queue_release = stash_list_locked(c, n, n);
-            n = NULL;
-        }
-    }
-    unlock(c);
-    if (queue_release) schedule_release(c);
-    if (n) {
-        callback_scope scope;
-        scope_enter(&scope, c);
-        release_list(c, n);
-        scope_exit(&scope);
-    }
+    unlock_and_release(c, n);
     return YYC_OK;
 }
 
