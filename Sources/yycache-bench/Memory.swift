@@ -53,7 +53,7 @@ final class MemoryCacheSystem<Key: BenchKey & CacheKey>: MemSystem {
     func clear(_ keys: [Key]) { for k in keys { cache.removeValue(forKey: k) } } // as YY: one by one
 }
 
-/// An eviction policy of a ``MemoryCachePolicySystem`` (issue 15).
+/// An eviction policy of a ``MemoryCachePolicySystem``.
 protocol BenchPolicy {
     static var policy: EvictionPolicy { get }
     static var suffix: String { get }

@@ -670,14 +670,14 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
     r->manifest_after = manifest_id(p->cache);
 }
 
-/* Known bugs (issue 11), by the branch that fixes them. A case whose known_bug is set, and a
- * run that fails only the check of lock_errors_known_bug, are reported and not counted unless
- * YYC_FAULT_STRICT=1. Once a branch is merged, set its entries to NULL (the loop says
- * "passes now" when an entry is no longer needed). The kv-write ones are gone: a replace of a
- * file value by one of the same name (item 1) and remove-all unlinking the manifest (item 2)
- * failed here before that branch was merged. */
-/* Item 10: an flock(LOCK_EX) failing with an error other than EINTR is ignored, and the call
- * goes on without the folder lock (and returns YYC_OK). Every operation that takes the lock. */
+/* Known bugs: a case whose known_bug is set, and a run that fails only the check of
+ * lock_errors_known_bug, are reported and not counted unless YYC_FAULT_STRICT=1; once the bug
+ * is fixed, set the entry back to NULL (the loop says "passes now" when an entry is no longer
+ * needed). None is known today. These failed here before their fixes: a replace of a file value
+ * by one of the same name (the old value was lost), remove-all unlinking the manifest, a
+ * transient error at open rebuilding a healthy manifest, and (lock_errors_known_bug) an
+ * flock(LOCK_EX) failing with an error other than EINTR being ignored, the call going on
+ * without the folder lock. */
 static const char *const lock_errors_known_bug = NULL;
 
 /* The checks after one run; false with why in buf when one fails (*known: the known bug that
