@@ -29,6 +29,7 @@
 #include "stmt_cache.h"
 
 #include <sqlite3.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,6 +42,9 @@
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 #define WAL_LIMIT_TEXT TEXT_OF(YYC__KV_WAL_LIMIT_BYTES)
+/* A commit that leaves the WAL with at least this many pages queues a passive checkpoint on the
+ * disk queue (SQLite's own auto-checkpoint, which would run inside the commit, is off). */
+#define CHECKPOINT_PAGES 1000
 #define DATA_DIR "data"
 #define TRASH_DIR "trash"
 
@@ -129,7 +133,8 @@
  * data_checked is true only under it, data/ (the folder data_fd names) is replaced only under it,
  * and every change of a row together with its file happens under it. Below, [caller] marks a
  * field only the caller's serialisation guards, [folder lock] one that needs the flock as well,
- * [open] one set by the open and constant after it, [testing] a test knob (test builds only). */
+ * [open] one set by the open and constant after it, [testing] a test knob (test builds only),
+ * [atomic] one shared with a job on the disk queue, guarded by no lock but its atomicity. */
 struct yyc_kv {
     /* [open] */
     char *path;    /* as given to open */
@@ -160,6 +165,10 @@ struct yyc_kv {
 #endif
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
     bool has_crc;         /* the manifest has both checksum columns */
+    /* [atomic] A checkpoint job is queued or running (kv_sweep.c): set by the WAL hook on the
+     * caller's thread (yyc__kv_schedule_checkpoint), cleared by the job on the disk thread as
+     * its last access to the kv. At most one such job exists; close drains it first. */
+    atomic_bool checkpoint_pending;
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
      * upsert itself, instead of looking it up first (old_row_hook). [caller]; the last three are
      * written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
@@ -253,5 +262,9 @@ bool yyc__kv_reserve_release(yyc_kv *kv);
 
 /* Empties trash/ on the worker thread; with sweep_data also stale temporaries and orphans. */
 void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
+/* Queues one passive checkpoint of the manifest on the disk queue, with a connection of its
+ * own, unless one is queued or running already. Cheap (no SQLite call, no disk access): called
+ * by the WAL hook after a commit on the caller's thread. */
+void yyc__kv_schedule_checkpoint(yyc_kv *kv);
 
 #endif /* YYCACHE_KV_INTERNAL_H */

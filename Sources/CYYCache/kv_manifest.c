@@ -252,6 +252,15 @@ static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *w
     return SQLITE_OK;
 }
 
+/* After each commit on the manifest connection (caller's thread, SQLite's WAL hook): a WAL of
+ * CHECKPOINT_PAGES pages or more is checkpointed on the disk queue, never here. */
+static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
+    (void)db;
+    (void)name;
+    if (pages >= CHECKPOINT_PAGES) yyc__kv_schedule_checkpoint(ctx);
+    return SQLITE_OK;
+}
+
 /* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
  * means the file is not a usable manifest (the caller rebuilds). */
 static int db_open_once(yyc_kv *kv) {
@@ -351,6 +360,11 @@ static int db_open_once(yyc_kv *kv) {
     /* Cap the WAL: after each checkpoint that lets it restart, SQLite truncates it to this
      * instead of keeping its high-water mark (per connection, not stored in the file). */
     sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
+    /* SQLite's auto-checkpoint would run inside a caller's commit now and then, making that
+     * save slow: off, and the WAL hook queues the checkpoint on the disk queue instead (the
+     * hook replaces the auto-checkpoint's own, so it is installed after turning that off). */
+    sqlite3_wal_autocheckpoint(db, 0);
+    sqlite3_wal_hook(db, wal_committed, kv);
     /* Deleted rows are zeroed where that costs no extra page writes (SQLite may be built with
      * SECURE_DELETE, which also rewrites every freed page): a delete then needs only a few WAL
      * frames, which matters most on a full disk (see delete_rows). */

@@ -36,8 +36,10 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
 /* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
  * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
- * it still grows (by about SQLite's auto-checkpoint threshold, 1000 pages, plus the largest
- * single transaction). */
+ * it still grows (by about 1000 pages, plus the largest single transaction). Those checkpoints
+ * run on the disk queue, queued by a commit that leaves 1000 pages or more in the WAL, never
+ * inside the commit; a writer that commits faster than they complete keeps the WAL from
+ * restarting until it pauses. */
 #define YYC__KV_WAL_LIMIT_BYTES 1048576
 
 /* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
@@ -73,6 +75,11 @@ void yyc__kv_close_connection(yyc_kv *kv);
  * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
  * whether the hook is in use now. */
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
+
+/* Testing: how many of the WAL checkpoints queued after commits (every storage, since the
+ * process started) copied pages into the database on a worker thread, and how many on another thread (a close
+ * drains a queued one on its own thread). */
+void yyc__kv_checkpoint_counts(int *on_worker, int *elsewhere);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */
