@@ -536,12 +536,26 @@ static int rebuild_in_place(yyc_kv *kv) {
     return status;
 }
 
-/* A TRUNCATE checkpoint that waits for nobody: busy readers or writers of other processes
- * leave it a passive one (best effort; errors ignored). */
+/* A TRUNCATE checkpoint on the manifest connection. SQLite fails it with SQLITE_BUSY at once
+ * while another connection checkpoints: when that is our own background checkpoint (kv_sweep.c;
+ * it waits for nobody), wait for it, up to the busy timeout, and try once more. Not on a worker
+ * thread: the disk thread would wait for a job queued behind itself. */
+static void checkpoint_truncate_now(yyc_kv *kv) {
+    int rc = sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    if ((rc & 0xff) != SQLITE_BUSY || !atomic_load(&kv->checkpoint_pending) ||
+        yyc__worker_is_current())
+        return;
+    double deadline = yyc__monotonic_now() + kv->busy_timeout_ms / 1000.0;
+    while (atomic_load(&kv->checkpoint_pending) && yyc__monotonic_now() < deadline) usleep(1000);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
+/* A TRUNCATE checkpoint that waits for no other process: busy readers or writers of other
+ * processes leave it a passive one (best effort; errors ignored). */
 static void checkpoint_truncate(yyc_kv *kv) {
     if (!kv->db) return;
     sqlite3_busy_timeout(kv->db, 0);
-    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    checkpoint_truncate_now(kv);
     sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
 }
 
@@ -552,7 +566,7 @@ int yyc__kv_compact(yyc_kv *kv) {
     if (!kv->db) return YYC_ECLOSED;
     int rc = sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
     int status = rc == SQLITE_OK ? YYC_OK : yyc__kv_sqlite_fail(kv, rc, "vacuum");
-    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    checkpoint_truncate_now(kv);
     return status;
 }
 
