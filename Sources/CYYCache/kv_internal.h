@@ -8,7 +8,8 @@
  *                  mapping and reporting, checkpoint, vacuum);
  *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
  *                  file names, space reserve);
- *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans).
+ *   kv_sweep.c     the background jobs on the worker thread (trash, stale temporaries, orphans,
+ *                  WAL checkpoints).
  *
  * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
  * entry points used by disk_cache.c and the tests are in kv_private.h.
