@@ -267,5 +267,8 @@ void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
  * own, unless one is queued or running already. Cheap (no SQLite call, no disk access): called
  * by the WAL hook after a commit on the caller's thread. */
 void yyc__kv_schedule_checkpoint(yyc_kv *kv);
+/* Waits, up to the busy timeout, for the queued or running checkpoint job to end. Returns
+ * whether there was one. Blocks (polls); not on the checkpoint queue's own thread. */
+bool yyc__kv_wait_for_checkpoint(yyc_kv *kv);
 
 #endif /* YYCACHE_KV_INTERNAL_H */

@@ -252,12 +252,20 @@ static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *w
     return SQLITE_OK;
 }
 
-/* After each commit on the manifest connection (caller's thread, SQLite's WAL hook): a WAL of
- * CHECKPOINT_PAGES pages or more is checkpointed on the disk queue, never here. */
+/* After each commit on the manifest connection (SQLite's WAL hook, on the committing thread,
+ * with no SQLite lock held): a WAL of CHECKPOINT_PAGES pages or more is checkpointed on the
+ * checkpoint queue, never here. A passive checkpoint copies frames while the writer appends
+ * more, so a writer that commits without pause would keep the WAL from ever restarting (it grew
+ * to 878 MB in 40,000 small saves): past YYC__KV_WAL_CAP_PAGES the commit waits for the queued
+ * checkpoint, which then copies the whole WAL, and the next commit restarts the WAL and
+ * truncates it to journal_size_limit. */
 static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
+    yyc_kv *kv = ctx;
     (void)db;
     (void)name;
-    if (pages >= CHECKPOINT_PAGES) yyc__kv_schedule_checkpoint(ctx);
+    if (pages < CHECKPOINT_PAGES) return SQLITE_OK;
+    yyc__kv_schedule_checkpoint(kv);
+    if (pages >= YYC__KV_WAL_CAP_PAGES) yyc__kv_wait_for_checkpoint(kv);
     return SQLITE_OK;
 }
 
@@ -361,7 +369,7 @@ static int db_open_once(yyc_kv *kv) {
      * instead of keeping its high-water mark (per connection, not stored in the file). */
     sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
     /* SQLite's auto-checkpoint would run inside a caller's commit now and then, making that
-     * save slow: off, and the WAL hook queues the checkpoint on the disk queue instead (the
+     * save slow: off, and the WAL hook queues the checkpoint on the checkpoint queue (the
      * hook replaces the auto-checkpoint's own, so it is installed after turning that off). */
     sqlite3_wal_autocheckpoint(db, 0);
     sqlite3_wal_hook(db, wal_committed, kv);
@@ -538,15 +546,10 @@ static int rebuild_in_place(yyc_kv *kv) {
 
 /* A TRUNCATE checkpoint on the manifest connection. SQLite fails it with SQLITE_BUSY at once
  * while another connection checkpoints: when that is our own background checkpoint (kv_sweep.c;
- * it waits for nobody), wait for it, up to the busy timeout, and try once more. Not on a worker
- * thread: the disk thread would wait for a job queued behind itself. */
+ * it waits for nobody), wait for it, up to the busy timeout, and try once more. */
 static void checkpoint_truncate_now(yyc_kv *kv) {
     int rc = sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    if ((rc & 0xff) != SQLITE_BUSY || !atomic_load(&kv->checkpoint_pending) ||
-        yyc__worker_is_current())
-        return;
-    double deadline = yyc__monotonic_now() + kv->busy_timeout_ms / 1000.0;
-    while (atomic_load(&kv->checkpoint_pending) && yyc__monotonic_now() < deadline) usleep(1000);
+    if ((rc & 0xff) != SQLITE_BUSY || !yyc__kv_wait_for_checkpoint(kv)) return;
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
 }
 

@@ -34,13 +34,16 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
-/* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
- * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
- * it still grows (by about 1000 pages, plus the largest single transaction). Those checkpoints
- * run on the disk queue, queued by a commit that leaves 1000 pages or more in the WAL, never
- * inside the commit; a writer that commits faster than they complete keeps the WAL from
- * restarting until it pauses. */
+/* The WAL's size after a checkpoint (PRAGMA journal_size_limit, bytes): after a checkpoint
+ * lets the WAL restart, SQLite truncates it to this size instead of keeping its high-water
+ * mark. Checkpoints run on the checkpoint queue, queued by a commit that leaves 1000 pages or
+ * more in the WAL, never inside the commit. */
 #define YYC__KV_WAL_LIMIT_BYTES 1048576
+/* The WAL's cap (pages): a commit that leaves at least this many pages in the WAL waits
+ * (up to the busy timeout) for the queued checkpoint, so a writer that commits faster than the
+ * checkpoints complete cannot grow the WAL past it by more than one transaction. Another
+ * process reading an old snapshot can still hold the WAL longer, as in SQLite itself. */
+#define YYC__KV_WAL_CAP_PAGES 4000
 
 /* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
  * errors ignored). */

@@ -200,9 +200,16 @@ void yyc__kv_schedule_checkpoint(yyc_kv *kv) {
     if (job) {
         job->pending = &kv->checkpoint_pending;
         memcpy(job->db_path, kv->db_path, len);
-        if (yyc__worker_async(YYC__QUEUE_DISK, kv, checkpoint_job_run, job) == YYC_OK) return;
+        if (yyc__worker_async(YYC__QUEUE_CHECKPOINT, kv, checkpoint_job_run, job) == YYC_OK) return;
         free(job);
     }
     /* Not queued (no memory, no thread): no checkpoint now; the next commit tries again. */
     atomic_store(&kv->checkpoint_pending, false);
+}
+
+bool yyc__kv_wait_for_checkpoint(yyc_kv *kv) {
+    if (!atomic_load(&kv->checkpoint_pending)) return false;
+    double deadline = yyc__monotonic_now() + kv->busy_timeout_ms / 1000.0;
+    while (atomic_load(&kv->checkpoint_pending) && yyc__monotonic_now() < deadline) usleep(500);
+    return true;
 }
