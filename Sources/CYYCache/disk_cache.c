@@ -58,6 +58,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,14 @@
 
 #define DEFAULT_AUTO_TRIM_INTERVAL 60.0
 #define PENDING_MAX 8
+
+/* A set waiting for its commit (group commit, see commit_write). Lives on the writer's stack;
+ * the writer returns only once `done` is set (under the core's lock). */
+typedef struct write_req {
+    yyc__kv_write w;
+    bool done;              /* [lock] committed or failed: w.status is final */
+    struct write_req *next; /* in `incoming` */
+} write_req;
 
 struct yyc_diskcache {
     pthread_mutex_t lock;
@@ -82,10 +91,15 @@ struct yyc_diskcache {
     bool logs;
     yyc_filename_fn filename_fn;
     void *filename_ctx;
+    atomic_bool has_filename_fn; /* filename_fn != NULL (written under the lock; read without) */
     yyc_error_hook hook;
     void *hook_ctx;
     yyc_error pending[PENDING_MAX]; /* reported under the lock, delivered after unlocking */
     int npending;
+
+    /* Group commit: sets pushed without the lock (a lock-free stack, newest first), waiting for
+     * it. Whoever holds the lock in a set takes them all and commits them together. */
+    _Atomic(write_req *) incoming;
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -126,6 +140,7 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e);
 static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
+static int commit_write(yyc_diskcache *dc, write_req *req);
 
 /* --- locking and reporting --- */
 
@@ -559,26 +574,98 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
 
 /* --- writes --- */
 
+/* Group commit. A set pushes its request onto `incoming` (no lock) and then takes the core's
+ * lock. While another set holds it for a commit, more sets pile up on `incoming`; the next one
+ * to get the lock finds its request not done, takes every request pushed so far, commits them
+ * in one transaction (yyc__kv_save_each: each in its own savepoint, so each succeeds or fails
+ * by itself) and marks them done; the sets whose requests it took find them done when they get
+ * the lock and return their own status at once. The lock is the only lock: the commit runs
+ * under it, as every other use of the storage does, and `incoming` is what lets the sets that
+ * arrive meanwhile join the next commit instead of each waiting for one of its own. */
+
+/* Takes every request pushed so far, oldest first. */
+static write_req *take_incoming(yyc_diskcache *dc) {
+    write_req *newest = atomic_exchange_explicit(&dc->incoming, NULL, memory_order_acquire);
+    write_req *oldest = NULL;
+    while (newest) {
+        write_req *next = newest->next;
+        newest->next = oldest;
+        oldest = newest;
+        newest = next;
+    }
+    return oldest;
+}
+
+/* Caller holds the lock. Commits every waiting request (at most 64 per transaction), or fails
+ * them with YYC_ECLOSED after close, and marks them done. */
+static void commit_incoming_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    write_req *r = take_incoming(dc);
+    while (r) {
+        yyc__kv_write *batch[64];
+        write_req *reqs[64];
+        size_t n = 0;
+        for (; r && n < 64; r = r->next) {
+            reqs[n] = r;
+            batch[n++] = &r->w;
+        }
+        if (dc->closed) {
+            for (size_t i = 0; i < n; i++) {
+                reqs[i]->w.status = fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
+                yyc_last_error(&reqs[i]->w.error);
+            }
+        } else {
+            yyc__kv_save_each(dc->kv, batch, n);
+        }
+        for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+    }
+}
+
+/* A set's commit: returns once req is committed (possibly by another set's thread, in a shared
+ * transaction) with its own status; the thread's last error is its own failure's. */
+static int commit_write(yyc_diskcache *dc, write_req *req) {
+    write_req *head = atomic_load_explicit(&dc->incoming, memory_order_relaxed);
+    do {
+        req->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req,
+                                                    memory_order_release, memory_order_relaxed));
+    lock(&dc->lock);
+    if (!req->done) commit_incoming_locked(dc);
+    assert(req->done);
+    unlock_and_deliver(dc);
+    if (req->w.status != YYC_OK) yyc__error_restore(&req->w.error);
+    return req->w.status;
+}
+
 static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                     const void *extended, size_t extended_len, const char *explicit_name,
                     bool use_fn) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
-    int rc = lock_open(dc);
-    if (rc != YYC_OK) return rc;
+    int rc;
     if (key_is_empty(key) || (!value && len)) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
         rc = fail_locked(dc, YYC_EINVAL, 0, key_is_empty(key) ? "empty key" : "NULL value with a length");
         unlock_and_deliver(dc);
         return rc;
     }
+    /* (type and threshold are fixed at the open: the lock is taken here only for a file value's
+     * name function, so that a set of a small value takes it once, in commit_write) */
     yyc_kv_type type = dc->type;
     size_t threshold = dc->threshold;
-    yyc_filename_fn fn = use_fn ? dc->filename_fn : NULL;
-    void *fn_ctx = dc->filename_ctx;
-    unlock_and_deliver(dc);
-
     /* YYDiskCache: a file when the value is strictly larger than the threshold. The FILE type
      * (threshold 0) needs a file for every value, the empty one included. */
     bool to_file = type == YYC_KV_FILE || (type == YYC_KV_MIXED && len > threshold);
+    yyc_filename_fn fn = NULL;
+    void *fn_ctx = NULL;
+    if (to_file && use_fn && !(explicit_name && *explicit_name) &&
+        atomic_load_explicit(&dc->has_filename_fn, memory_order_relaxed)) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
+        fn = dc->filename_fn;
+        fn_ctx = dc->filename_ctx;
+        unlock_and_deliver(dc);
+    }
     char name[256];
     const char *filename = NULL;
     bool bad_name = false;
@@ -598,12 +685,20 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
         }
         if (!bad_name && !yyc_kv_filename_is_valid(filename)) bad_name = true;
     }
-    rc = lock_open(dc);
-    if (rc != YYC_OK) return rc;
-    if (bad_name) rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
-    else rc = yyc_kv_save(dc->kv, key, value, len, filename, extended, extended_len);
-    unlock_and_deliver(dc);
-    return rc;
+    if (bad_name) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
+        rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
+        unlock_and_deliver(dc);
+        return rc;
+    }
+    write_req req = {.w = {.key = key,
+                           .value = value,
+                           .len = len,
+                           .filename = filename,
+                           .extended = extended,
+                           .extended_len = extended_len}};
+    return commit_write(dc, &req);
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
@@ -622,6 +717,7 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
     lock(&dc->lock);
     dc->filename_fn = fn;
     dc->filename_ctx = ctx;
+    atomic_store_explicit(&dc->has_filename_fn, fn != NULL, memory_order_relaxed);
     unlock(&dc->lock);
 }
 
