@@ -50,6 +50,7 @@
  */
 #include "internal.h"
 
+#include "deferred_writes.h"
 #include "fs_util.h"
 #include "kv_private.h"
 
@@ -100,6 +101,13 @@ struct yyc_diskcache {
     /* Group commit: sets pushed without the lock (a lock-free stack, newest first), waiting for
      * it. Whoever holds the lock in a set takes them all and commits them together. */
     _Atomic(write_req *) incoming;
+    /* Deferred writes (see yyc_diskcache_set_write_mode): the mode, the queue, and the timer
+     * that commits it on the disk worker (created with the first switch to DEFERRED, paused
+     * while the queue is empty; [lock], freed by the close outside the lock). */
+    yyc_write_mode mode;
+    double max_delay;
+    yyc__deferred queue;
+    yyc__timer *flush_timer;
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -141,6 +149,11 @@ static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
 static int commit_write(yyc_diskcache *dc, write_req *req);
+static int deferred_commit_locked(yyc_diskcache *dc);
+static void deferred_close_locked(yyc_diskcache *dc);
+static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w);
+static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
+                               size_t *out_len, int *rc);
 
 /* --- locking and reporting --- */
 
@@ -280,6 +293,7 @@ static yyc_kv_type type_for_threshold(size_t threshold) {
 }
 
 static void free_core(yyc_diskcache *dc) {
+    yyc__deferred_clear(&dc->queue);
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
     free(dc->name);
@@ -463,6 +477,9 @@ yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc) {
 static void close_core(yyc_diskcache *dc) {
     event_batch b;
     lock(&dc->lock);
+    if (!dc->closed) deferred_close_locked(dc);
+    yyc__timer *flush_timer = dc->flush_timer;
+    dc->flush_timer = NULL;
     yyc_kv *kv = dc->kv;
     bool was_closed = dc->closed;
     dc->closed = true;
@@ -485,6 +502,7 @@ static void close_core(yyc_diskcache *dc) {
         dc->timer = NULL;
         unlock(&dc->timer_lock);
         yyc__timer_free(t);
+        yyc__timer_free(flush_timer); /* (waits for a commit running on the worker) */
         yyc_kv_close(kv);
         lock(&registry.lock);
         unlink_locked(dc);
@@ -530,7 +548,9 @@ size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc) { return dc ? dc->thres
 bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return false;
     if (lock_open(dc) != YYC_OK) return false;
-    int rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
+    int rc;
+    if (!queued_read_locked(dc, key, false, NULL, NULL, &rc))
+        rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
     unlock_and_deliver(dc);
     return rc == YYC_OK;
 }
@@ -542,6 +562,10 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     *out_len = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+        unlock_and_deliver(dc);
+        return rc;
+    }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
     unlock_and_deliver(dc);
     return rc;
@@ -555,6 +579,10 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
     *out_len = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (queued_read_locked(dc, key, true, out, out_len, &rc)) {
+        unlock_and_deliver(dc);
+        return rc;
+    }
     yyc_kv_item *item = NULL;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
     if (rc == YYC_OK && item->extended_len) {
@@ -614,6 +642,8 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
                 reqs[i]->w.status = fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
                 yyc_last_error(&reqs[i]->w.error);
             }
+        } else if (dc->mode == YYC_WRITE_DEFERRED) {
+            for (size_t i = 0; i < n; i++) deferred_put_locked(dc, &reqs[i]->w);
         } else {
             yyc__kv_save_each(dc->kv, batch, n);
         }
@@ -721,12 +751,211 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
     unlock(&dc->lock);
 }
 
+/* --- deferred writes --- */
+
+/* The queue's bounds: a set that would grow it beyond them commits it first. */
+#define DEFERRED_MAX_WRITES 10000
+#define DEFERRED_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct batch_builder {
+    yyc__kv_write *writes;
+    yyc__kv_write **ptrs;
+    size_t n;
+} batch_builder;
+
+static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
+    batch_builder *b = ctx;
+    yyc__kv_write *w = &b->writes[b->n];
+    *w = (yyc__kv_write){.key = e->key,
+                         .remove = e->remove,
+                         .value = e->value,
+                         .len = e->len,
+                         .filename = e->filename,
+                         .extended = e->extended,
+                         .extended_len = e->extended_len};
+    b->ptrs[b->n++] = w;
+}
+
+/* Caller holds the lock. Commits the queue in one transaction (yyc__kv_apply_batch) and empties
+ * it; on failure the queue is kept whole (the error is recorded and reported). */
+static int deferred_commit_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+#ifdef YYC_TESTING
+    yyc__deferred_check(&dc->queue);
+#endif
+    if (dc->queue.count == 0) return YYC_OK;
+    if (!dc->kv) return fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
+    batch_builder b = {.writes = malloc(dc->queue.count * sizeof *b.writes),
+                       .ptrs = malloc(dc->queue.count * sizeof *b.ptrs)};
+    int rc;
+    if (!b.writes || !b.ptrs) {
+        rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
+    } else {
+        yyc__deferred_each(&dc->queue, add_to_batch, &b);
+        assert(b.n == dc->queue.count);
+        rc = yyc__kv_apply_batch(dc->kv, b.ptrs, b.n);
+    }
+    free(b.writes);
+    free(b.ptrs);
+    if (rc == YYC_OK) yyc__deferred_clear(&dc->queue);
+    return rc;
+}
+
+/* Caller holds the lock. Queues w (a copy), committing the queue first when it is full; arms the
+ * flush timer when the queue was empty. Sets and returns w->status. */
+static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
+    yyc__assert_held(&dc->lock);
+    int rc = YYC_OK;
+    if (dc->queue.count >= DEFERRED_MAX_WRITES ||
+        dc->queue.bytes + w->len + w->extended_len > DEFERRED_MAX_BYTES)
+        rc = deferred_commit_locked(dc);
+    bool was_empty = dc->queue.count == 0;
+    if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
+                                           w->extended, w->extended_len, w->filename))
+        rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
+    if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
+    w->status = rc;
+    if (rc != YYC_OK) yyc_last_error(&w->error);
+    return rc;
+}
+
+/* Caller holds the lock. When key has a queued write: true, with *rc YYC_NOTFOUND for a queued
+ * removal, else YYC_OK and (out non-NULL) a copy of its value, or of its extended data with
+ * want_ext, in *out / *out_len (NULL / 0 when empty). */
+static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
+                               size_t *out_len, int *rc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->queue.count == 0 || key_is_empty(key)) return false;
+    const yyc__deferred_entry *e = yyc__deferred_find(&dc->queue, key);
+    if (!e) return false;
+    *rc = e->remove ? YYC_NOTFOUND : YYC_OK;
+    if (e->remove || !out) return true;
+    const void *src = want_ext ? e->extended : e->value;
+    size_t n = want_ext ? e->extended_len : e->len;
+    if (n == 0) return true; /* (*out and *out_len were cleared by the caller) */
+    void *copy = malloc(n);
+    if (!copy) {
+        *rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "copy a queued value");
+        return true;
+    }
+    memcpy(copy, src, n);
+    *out = copy;
+    *out_len = n;
+    return true;
+}
+
+/* Caller holds the lock; the core is closing. Commits the queue; what cannot be committed is
+ * reported and dropped. */
+static void deferred_close_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->queue.count && deferred_commit_locked(dc) != YYC_OK) {
+        char what[96];
+        snprintf(what, sizeof what, "closing: %zu queued writes could not be committed",
+                 dc->queue.count);
+        fail_locked(dc, YYC_EIO, 0, what);
+    }
+    yyc__deferred_clear(&dc->queue);
+}
+
+/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty, or
+ * fires again after max_delay to retry a failed commit. */
+static void flush_fire(void *arg) {
+    yyc_diskcache *dc = arg;
+    lock(&dc->lock);
+    if (dc->closed) {
+        unlock(&dc->lock);
+        return;
+    }
+    deferred_commit_locked(dc);
+    if (dc->queue.count == 0) yyc__timer_set_interval(dc->flush_timer, 0);
+    unlock_and_deliver(dc);
+}
+
+/* exit(): commits the queue of every open core (each retained meanwhile; no lock held while
+ * flushing, so error hooks run as usual). */
+static void flush_all_at_exit(void) {
+    lock(&registry.lock);
+    size_t n = 0, i = 0;
+    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next) n += dc->state == READY;
+    yyc_diskcache **all = n ? malloc(n * sizeof *all) : NULL;
+    for (yyc_diskcache *dc = registry.head; all && dc; dc = dc->next) {
+        if (dc->state != READY) continue;
+        dc->refcount++;
+        all[i++] = dc;
+    }
+    unlock(&registry.lock);
+    for (size_t k = 0; k < i; k++) {
+        yyc_diskcache_flush(all[k]);
+        yyc_diskcache_release(all[k]);
+    }
+    free(all);
+}
+
+static pthread_once_t at_exit_once = PTHREAD_ONCE_INIT;
+static void install_flush_at_exit(void) { atexit(flush_all_at_exit); }
+
+int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double max_delay) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    if (mode != YYC_WRITE_IMMEDIATE && mode != YYC_WRITE_DEFERRED)
+        return yyc__error(YYC_EINVAL, 0, 0, "unknown write mode");
+    if (mode == YYC_WRITE_DEFERRED) pthread_once(&at_exit_once, install_flush_at_exit);
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    if (mode == YYC_WRITE_DEFERRED) {
+        if (isnan(max_delay)) max_delay = 1;
+        max_delay = max_delay < 0.001 ? 0.001 : max_delay > 3600 ? 3600 : max_delay;
+        if (!dc->flush_timer)
+            rc = yyc__timer_new(YYC__QUEUE_DISK, flush_fire, dc, 0, &dc->flush_timer);
+        if (rc != YYC_OK) {
+            rc = fail_locked(dc, rc, ENOMEM, "create the deferred writes' timer");
+        } else {
+            dc->mode = YYC_WRITE_DEFERRED;
+            dc->max_delay = max_delay;
+            if (dc->queue.count) yyc__timer_set_interval(dc->flush_timer, max_delay);
+        }
+    } else {
+        rc = deferred_commit_locked(dc);
+        if (rc == YYC_OK) {
+            dc->mode = YYC_WRITE_IMMEDIATE;
+            dc->max_delay = 0;
+            yyc__timer_set_interval(dc->flush_timer, 0);
+        }
+    }
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+yyc_write_mode yyc_diskcache_write_mode(yyc_diskcache *dc, double *out_max_delay) {
+    if (out_max_delay) *out_max_delay = 0;
+    if (!dc) return YYC_WRITE_IMMEDIATE;
+    lock(&dc->lock);
+    yyc_write_mode mode = dc->mode;
+    if (out_max_delay) *out_max_delay = dc->max_delay;
+    unlock(&dc->lock);
+    return mode;
+}
+
+int yyc_diskcache_flush(yyc_diskcache *dc) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = deferred_commit_locked(dc);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
 /* --- removal --- */
 
 int yyc_diskcache_remove(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (dc->mode == YYC_WRITE_DEFERRED && !key_is_empty(key)) {
+        yyc__kv_write w = {.key = key, .remove = true};
+        rc = deferred_put_locked(dc, &w);
+        unlock_and_deliver(dc);
+        return rc;
+    }
     rc = key_is_empty(key) ? YYC_OK : yyc_kv_remove(dc->kv, key);
     unlock_and_deliver(dc);
     return rc;
@@ -736,6 +965,7 @@ int yyc_diskcache_remove_all(yyc_diskcache *dc) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    yyc__deferred_clear(&dc->queue); /* (everything queued goes too) */
     rc = yyc_kv_remove_all(dc->kv);
     unlock_and_deliver(dc);
     return rc;
@@ -746,6 +976,7 @@ int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progres
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     int64_t total = 0;
+    yyc__deferred_clear(&dc->queue); /* (everything queued goes too) */
     rc = yyc_kv_count(dc->kv, &total);
     unlock_and_deliver(dc);
     if (rc != YYC_OK) return rc;
@@ -779,7 +1010,8 @@ int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out) {
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = yyc_kv_count(dc->kv, out);
+    rc = deferred_commit_locked(dc);
+    if (rc == YYC_OK) rc = yyc_kv_count(dc->kv, out);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -789,7 +1021,8 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = yyc_kv_size(dc->kv, out);
+    rc = deferred_commit_locked(dc);
+    if (rc == YYC_OK) rc = yyc_kv_size(dc->kv, out);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -841,6 +1074,7 @@ int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = trim_count_locked(dc, count);
     unlock_and_deliver(dc);
     return rc;
@@ -850,6 +1084,7 @@ int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = trim_cost_locked(dc, cost);
     unlock_and_deliver(dc);
     return rc;
@@ -859,6 +1094,7 @@ int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = trim_age_locked(dc, seconds);
     unlock_and_deliver(dc);
     return rc;
@@ -868,6 +1104,7 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = trim_free_space_locked(dc, bytes);
     unlock_and_deliver(dc);
     return rc;
@@ -881,6 +1118,7 @@ static void auto_trim(void *arg) {
         unlock(&dc->lock);
         return;
     }
+    deferred_commit_locked(dc);
     trim_cost_locked(dc, dc->cost_limit);
     if (dc->kv) trim_count_locked(dc, dc->count_limit);
     if (dc->kv) trim_age_locked(dc, dc->age_limit);

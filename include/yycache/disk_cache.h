@@ -163,6 +163,48 @@ YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on);
 YYC_API bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx);
+/* Write modes (core-wide, like the limits).
+ *
+ * YYC_WRITE_IMMEDIATE (the default, YYDiskCache's): a set or remove returns after its commit.
+ * Sets of several threads that arrive while a commit is running share the next commit (group
+ * commit); each still returns only once its own row is committed, with its own status: a write
+ * that fails is rolled back alone (its own SAVEPOINT) and the others commit.
+ *
+ * YYC_WRITE_DEFERRED: yyc_diskcache_set, _set_with_filename and _remove return once the write is
+ * queued in memory (the value is copied; a later write of the same key replaces the queued
+ * one). Every call of this process sees the queued writes and removals: get, get_extended_data
+ * and contains answer from the queue (a queued value's access time is not updated), and every
+ * other call (totals, trims, remove-all with progress) commits the queue first. The queue is
+ * committed in one transaction (all or nothing) on the background worker at most max_delay
+ * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
+ * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
+ * open core). remove_all drops the queue with everything else. A queue holding 10,000 writes
+ * or 64 MiB of values is committed by the set that would grow it further (on the caller's
+ * thread; a failure is that set's error and nothing more is queued).
+ * Crash semantics: a kill loses at most the writes acknowledged since the last commit (about
+ * max_delay, plus one batch while it commits); what survives is a prefix of this process's
+ * acknowledged writes, in order: never a torn value, never an older version after a newer one.
+ * Other processes see only committed writes.
+ * A failed background commit is reported through the error hook and keeps the queue (nothing is
+ * dropped): the next commit tries it again, and yyc_diskcache_flush returns its error. */
+typedef enum yyc_write_mode {
+    YYC_WRITE_IMMEDIATE = 0,
+    YYC_WRITE_DEFERRED = 1,
+} yyc_write_mode;
+
+/* Sets the core's write mode; max_delay (seconds; DEFERRED only) is clamped to [0.001, 3600],
+ * NaN counts as 1. Switching to IMMEDIATE commits the queue first.
+ * Returns: YYC_OK, YYC_EINVAL (unknown mode), YYC_ECLOSED, or the commit's error (the mode then
+ * stays DEFERRED and the queue is kept). Blocking: may touch disk (the commit). */
+YYC_API int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double max_delay);
+/* The core's write mode, and its max_delay in *out_max_delay (may be NULL; 0 for IMMEDIATE).
+ * YYC_WRITE_IMMEDIATE for a NULL cache. Takes only the core's mutex. */
+YYC_API yyc_write_mode yyc_diskcache_write_mode(yyc_diskcache *dc, double *out_max_delay);
+/* Commits every queued write now, in one transaction (nothing to do in IMMEDIATE mode).
+ * Returns: YYC_OK, YYC_ECLOSED, or the commit's error (the queue is kept for a later try).
+ * Blocking: touches disk. */
+YYC_API int yyc_diskcache_flush(yyc_diskcache *dc);
+
 /* The name (copied; NULL clears it; if the copy runs out of memory the old name stays) and a
  * copy of it (transferred, yyc_free; NULL if none or out of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
