@@ -47,14 +47,15 @@ static bool txn_open(const yyc_kv *kv) {
 }
 
 /* Takes the folder lock and opens the write transaction with room for n writes' files. On
- * failure nothing is held or changed. */
-static int batch_begin(yyc_kv *kv, yyc__kv_batch *b, size_t n) {
+ * failure nothing is held or changed; *lock_failed tells whether the folder lock failed. */
+static int batch_begin(yyc_kv *kv, yyc__kv_batch *b, size_t n, bool *lock_failed) {
+    *lock_failed = false;
     *b = (yyc__kv_batch){.cap = n};
     b->old = calloc(n, sizeof *b->old);
     b->placed = calloc(n, sizeof *b->placed);
     int rc = YYC_OK;
     if (!b->old || !b->placed) rc = yyc__kv_report(kv, true, YYC_ENOMEM, 0, ENOMEM, "batch");
-    if (rc == YYC_OK) rc = yyc__kv_folder_lock(kv);
+    if (rc == YYC_OK) *lock_failed = (rc = yyc__kv_folder_lock(kv)) != YYC_OK;
     if (rc != YYC_OK) {
         free(b->old);
         free(b->placed);
@@ -146,7 +147,13 @@ static void set_status(yyc__kv_write *w, int status) {
 size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
     size_t failed = 0;
     yyc__kv_batch b;
-    if (n > 1 && batch_begin(kv, &b, n) == YYC_OK) {
+    bool lock_failed = false;
+    int begin = n > 1 ? batch_begin(kv, &b, n, &lock_failed) : YYC_EINVAL;
+    if (lock_failed) { /* every write needed that lock now: each fails as it would alone */
+        for (size_t i = 0; i < n; i++) set_status(writes[i], begin);
+        return n;
+    }
+    if (begin == YYC_OK) {
         size_t done = 0; /* writes[0..done) went through the transaction */
         bool usable = true;
         for (; done < n && usable; done++) {
@@ -187,7 +194,8 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
 int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
     if (n == 0) return YYC_OK;
     yyc__kv_batch b;
-    int rc = batch_begin(kv, &b, n);
+    bool lock_failed;
+    int rc = batch_begin(kv, &b, n, &lock_failed);
     for (size_t i = 0; rc == YYC_OK && i < n; i++) {
         rc = write_in_batch(kv, writes[i]);
         if (rc == YYC_OK && !txn_open(kv))

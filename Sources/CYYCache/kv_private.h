@@ -78,6 +78,8 @@ typedef struct yyc__kv_write {
  * COMMIT fails, or SQLite rolled it back after an error), it is rolled back, the files it placed
  * are deleted, and every write that had not failed on its own is done again alone, in its own
  * transaction, as yyc_kv_save / yyc_kv_remove do it (so it still succeeds or fails by itself).
+ * The folder lock failing (YYC_EBUSY beyond the busy timeout, or a lock error) fails every write
+ * with that error, as it fails a write alone: no write proceeds without the lock.
  * One write is simply yyc_kv_save / yyc_kv_remove. Returns the number of writes whose status is
  * not YYC_OK. Errors are reported through the hook as they happen (a failed transaction whose
  * writes then succeed alone is reported too). */
