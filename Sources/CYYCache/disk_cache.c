@@ -10,6 +10,9 @@
  *   - file names from the file-name function (or given explicitly) are validated;
  *   - free space is measured on the cache's own file system (statvfs on its path);
  *   - empty values are stored; in the FILE type (threshold 0) they get a file like any value;
+ *   - concurrent sets share commits (group commit, commit_write), each still with its own
+ *     result; a deferred write mode queues writes in memory and commits them in batches
+ *     (deferred_commit_locked; the queue is deferred_writes.c);
  *   - errors are returned and reported through the hook; the hook runs after the core's mutex
  *     is released (events are queued under the lock, delivered after unlocking). Corruption
  *     events that happen while no hook is set (for example the manifest rebuilt by the open)
@@ -41,8 +44,10 @@
  * A core is freed by whoever leaves it CLOSED or FAILED with no reference and no waiter.
  *
  * Locking: `lock` guards every field of the core but the registry fields (`state`, `refcount`,
- * `waiters`, `open_rc`, `open_error`, `next`, guarded by registry.lock) and `timer` /
- * `interval` (guarded by `timer_lock`). While OPENING the core belongs to its opener, which
+ * `waiters`, `open_rc`, `open_error`, `next`, guarded by registry.lock), `timer` /
+ * `interval` (guarded by `timer_lock`), and two atomics read without it: `incoming` (the group
+ * commit's stack of waiting sets: pushed by any thread, taken only under `lock`) and
+ * `has_filename_fn` (written under `lock`). While OPENING the core belongs to its opener, which
  * fills it without its lock. Lock order: registry -> core lock. timer_lock is never held
  * together with the core lock. No user callback (file-name function, progress, error hook)
  * runs while a lock is held, and none runs while this thread keeps a core OPENING or CLOSING

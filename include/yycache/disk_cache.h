@@ -56,13 +56,14 @@ YYC_API int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_di
 /* Takes one more reference (drop it with yyc_diskcache_release). Returns dc (NULL for NULL). */
 YYC_API yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc);
 
-/* Drops one reference; the last one stops the auto-trim, closes the storage and frees the core.
- * NULL is fine. */
+/* Drops one reference; the last one commits the deferred writes (see yyc_write_mode), stops the
+ * auto-trim, closes the storage and frees the core. NULL is fine. */
 YYC_API void yyc_diskcache_release(yyc_diskcache *dc);
 
-/* Closes the core for every holder: the storage is closed, the path is forgotten (a later open
- * creates a new core), and every later call on this core returns YYC_ECLOSED. References stay
- * valid until released. Idempotent. */
+/* Closes the core for every holder: the deferred writes are committed (what cannot be is
+ * reported through the hook and dropped), the storage is closed, the path is forgotten (a later
+ * open creates a new core), and every later call on this core returns YYC_ECLOSED. References
+ * stay valid until released. Idempotent. */
 YYC_API void yyc_diskcache_close(yyc_diskcache *dc);
 
 /* The canonical path (borrowed, valid while referenced) and the inline threshold (NULL / 0 for
@@ -86,8 +87,11 @@ YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, 
 
 /* Stores a value (NULL value with len 0 = an empty value) with optional extended data. Values
  * above the threshold go to a file named by the file-name function, else md5(key).
+ * Immediate mode: returns after the commit, which concurrent sets share (see yyc_write_mode);
+ * deferred mode: returns once queued.
  * Returns: YYC_OK, YYC_EINVAL (empty key, NULL value with len > 0, invalid file name), and the
- * errors of yyc_kv_save.
+ * errors of yyc_kv_save (deferred mode: YYC_ENOMEM, or the error of the commit a full queue
+ * needed).
  * Ownership: everything is copied. */
 YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                               const void *extended, size_t extended_len);
@@ -113,8 +117,9 @@ typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
 YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
 
 /* Removes one value / every value (rows deleted in place, data/ moved to trash/ and emptied on
- * the background worker; see yyc_kv_remove_all). Returns: YYC_OK (also when absent or for an
- * empty key), errors. */
+ * the background worker; see yyc_kv_remove_all). In deferred mode a removal of one value is
+ * queued like a set; removing every value drops the queue too. Returns: YYC_OK (also when absent
+ * or for an empty key), errors. */
 YYC_API int yyc_diskcache_remove(yyc_diskcache *dc, const char *key);
 YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
 
