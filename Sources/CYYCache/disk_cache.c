@@ -862,8 +862,9 @@ static void deferred_close_locked(yyc_diskcache *dc) {
     yyc__deferred_clear(&dc->queue);
 }
 
-/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty, or
- * fires again after max_delay to retry a failed commit. */
+/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty. A
+ * failed commit is tried again after max_delay, but at most once a second (each failure is
+ * reported: a full disk must not flood the hook). */
 static void flush_fire(void *arg) {
     yyc_diskcache *dc = arg;
     lock(&dc->lock);
@@ -871,8 +872,9 @@ static void flush_fire(void *arg) {
         unlock(&dc->lock);
         return;
     }
-    deferred_commit_locked(dc);
+    int rc = deferred_commit_locked(dc);
     if (dc->queue.count == 0) yyc__timer_set_interval(dc->flush_timer, 0);
+    else if (rc != YYC_OK) yyc__timer_set_interval(dc->flush_timer, fmax(dc->max_delay, 1.0));
     unlock_and_deliver(dc);
 }
 
