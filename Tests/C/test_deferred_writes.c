@@ -9,6 +9,7 @@
  */
 #include "test_kv_support.h"
 
+#include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 
@@ -158,22 +159,25 @@ static void exit_commits_the_queue(void **state) {
     free(dir);
 }
 
+/* (the hook runs on the worker: the test reads it from its own thread) */
 typedef struct hook_log {
-    int errors;
-    int last_code;
+    atomic_int errors;
+    atomic_int last_code;
 } hook_log;
 
 static void log_hook(void *ctx, const yyc_error *e) {
     hook_log *h = ctx;
-    h->errors++;
-    h->last_code = e->code;
+    atomic_store(&h->last_code, e->code);
+    atomic_fetch_add(&h->errors, 1);
 }
 
 static void a_failed_commit_keeps_the_queue_and_flush_returns_the_error(void **state) {
     (void)state;
     char *dir = test_temp_dir("deferred-fail");
     yyc_diskcache *dc = open_deferred(dir, 0.02);
-    hook_log h = {0};
+    hook_log h;
+    atomic_init(&h.errors, 0);
+    atomic_init(&h.last_code, 0);
     yyc_diskcache_set_error_hook(dc, log_hook, &h);
     yyc__diskcache_set_busy_timeout(dc, 20);
     /* another holder of the folder lock (another open file description: as another process) */
@@ -181,8 +185,8 @@ static void a_failed_commit_keeps_the_queue_and_flush_returns_the_error(void **s
     assert_true(fd >= 0);
     assert_int_equal(flock(fd, LOCK_EX), 0);
     assert_int_equal(yyc_diskcache_set(dc, "k", "v", 1, NULL, 0), YYC_OK);
-    assert_true(WAIT_UNTIL(h.errors > 0, 30.0)); /* the background commit failed, reported */
-    assert_int_equal(h.last_code, YYC_EBUSY);
+    assert_true(WAIT_UNTIL(atomic_load(&h.errors) > 0, 30.0)); /* the background commit failed */
+    assert_int_equal(atomic_load(&h.last_code), YYC_EBUSY);
     assert_int_equal(yyc_diskcache_flush(dc), YYC_EBUSY);
     expect_get(dc, "k", "v"); /* still queued */
     assert_int_equal(committed_rows(dir, "k"), 0);
