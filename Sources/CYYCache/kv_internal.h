@@ -196,6 +196,10 @@ struct yyc_kv {
     bool probing;           /* opening: a corrupt manifest is only recorded (the rebuild reports) */
     bool has_pending_event; /* a corruption event happened before any hook was set */
     yyc_error pending_event;
+    /* A transaction of several writes is open (kv_group_commit.c) while non-NULL: the saves in
+     * it defer deleting the files they replace until after the commit and note the files they
+     * placed (see yyc__kv_batch). [caller] */
+    struct yyc__kv_batch *batch;
 };
 
 /* A data file as it was when captured. It is deleted later only if its name still refers to
@@ -206,6 +210,23 @@ typedef struct file_ref {
     dev_t dev;
     ino_t ino;
 } file_ref;
+
+/* The files of a transaction of several writes (kv_group_commit.c), while kv->batch points at
+ * it. A save (or a removal) in the transaction never deletes a file before the commit: it moves
+ * the captured reference of the file it replaces to `old`, deleted after the commit (forgotten
+ * after a rollback: the rows name those files again). A save notes the file it placed in
+ * `placed`, deleted after a rollback (no row names it then). Room for one of each per write
+ * (cap): a write replaces at most one file and places at most one. */
+typedef struct yyc__kv_batch {
+    file_ref *old;
+    size_t n_old;
+    struct yyc__kv_placed {
+        const char *key; /* borrowed from the write, valid for the transaction */
+        char name[256];
+    } *placed;
+    size_t n_placed;
+    size_t cap;
+} yyc__kv_batch;
 
 /* --- kv_manifest.c: the manifest connection, statuses, reporting --- */
 
@@ -258,6 +279,15 @@ int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len,
 /* The space reserve: made when missing and there is room; released for a full disk. */
 void yyc__kv_reserve_make(yyc_kv *kv);
 bool yyc__kv_reserve_release(yyc_kv *kv);
+
+/* --- kv_storage.c: helpers of the save shared with kv_group_commit.c --- */
+
+/* Deletes a captured file now, or after the commit while a batch is open (kv->batch: moved to
+ * its `old` list; forgotten when the list is full: the orphan sweep removes the file later). */
+void yyc__kv_delete_after_commit(yyc_kv *kv, file_ref *r);
+/* After a failed or rolled-back row write: deletes the file `placed` unless key's row names it.
+ * The thread's last error is kept. Caller holds the folder lock. */
+void yyc__kv_drop_unsaved_file_locked(yyc_kv *kv, const char *key, const char *placed);
 
 /* --- kv_sweep.c: the background sweeps --- */
 

@@ -61,6 +61,41 @@ int yyc__kv_wal_size(yyc_kv *kv, int64_t *out);
  * YYC_OK or an error (YYC_EBUSY, YYC_ENOSPC, ...; the manifest is then unchanged). */
 int yyc__kv_vacuum(yyc_kv *kv);
 
+/* One write of a batch (kv_group_commit.c): a save of key (value, file name, extended data as
+ * yyc_kv_save takes them; everything borrowed for the call) or, with remove, a removal of key.
+ * status (and error, when status is not YYC_OK) are set by the batch. */
+typedef struct yyc__kv_write {
+    const char *key;
+    bool remove;
+    const void *value;
+    size_t len;
+    const char *filename; /* NULL or "": inline */
+    const void *extended;
+    size_t extended_len;
+    int status;      /* out */
+    yyc_error error; /* out: the details of a failure */
+} yyc__kv_write;
+
+/* Group commit: the writes in one transaction under the folder lock, each in its own SAVEPOINT,
+ * in order (a later write of a key wins). Each write gets its own status: one that fails is
+ * rolled back to its savepoint and fails alone; the others commit. Files replaced are deleted
+ * only after the commit. When the transaction itself cannot be used (BEGIN, a SAVEPOINT or the
+ * COMMIT fails, or SQLite rolled it back after an error), it is rolled back, the files it placed
+ * are deleted, and every write that had not failed on its own is done again alone, in its own
+ * transaction, as yyc_kv_save / yyc_kv_remove do it (so it still succeeds or fails by itself).
+ * The folder lock failing (YYC_EBUSY beyond the busy timeout, or a lock error) fails every write
+ * with that error, as it fails a write alone: no write proceeds without the lock.
+ * One write is simply yyc_kv_save / yyc_kv_remove. Returns the number of writes whose status is
+ * not YYC_OK. Errors are reported through the hook as they happen (a failed transaction whose
+ * writes then succeed alone is reported too). */
+size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
+
+/* All or nothing: the writes in one transaction under the folder lock, in order. Either every
+ * write is committed (YYC_OK) or none is (the first error; the files placed are deleted, the
+ * rows and files are as before). Files replaced are deleted after the commit. Every status is
+ * set to the result. */
+int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
+
 #ifdef YYC_TESTING
 /* Testing: whether the manifest connection is open now (false after a failed reopen). */
 bool yyc__kv_is_open(const yyc_kv *kv);
