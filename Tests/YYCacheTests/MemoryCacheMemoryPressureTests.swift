@@ -78,6 +78,29 @@ private final class NotSendable {}
         #expect(answering.totalCount == 1)
         #expect(warned.load(ordering: .sequentiallyConsistent) == 1)
         #expect(deaf.totalCount == 10)
+
+        // The last reference dropped while the watcher runs the cache's handler (which holds
+        // the cache): the deinit then runs on the watcher's thread, inside the handling (the C
+        // core defers the free to its end), and the watcher goes on.
+        let entered = Atomic<Bool>(false)
+        let dropping = Atomic<Bool>(false)
+        let seen = Atomic<Int>(-1)
+        var doomed: MemoryCache<String, Int>? = MemoryCache<String, Int>()
+        doomed?.setValue(7, forKey: "seven")
+        doomed?.didReceiveMemoryWarning = { cache in
+            entered.store(true, ordering: .sequentiallyConsistent)
+            while !dropping.load(ordering: .sequentiallyConsistent) { usleep(1000) }
+            usleep(10_000)  // the caller's reference is gone by now, most likely
+            seen.store(cache.totalCount, ordering: .sequentiallyConsistent)
+        }
+        signal()
+        #expect(eventually(timeout: .seconds(60)) { entered.load(ordering: .sequentiallyConsistent) })
+        dropping.store(true, ordering: .sequentiallyConsistent)
+        doomed = nil
+        #expect(eventually(timeout: .seconds(60)) { seen.load(ordering: .sequentiallyConsistent) == 1 })
+        let before = witnessed.load(ordering: .sequentiallyConsistent)
+        signal()
+        #expect(eventually(timeout: .seconds(60)) { witnessed.load(ordering: .sequentiallyConsistent) > before })
     }
 
     @Test func systemMemoryPressureEmptiesTheCachesThatAnswerIt() throws {
