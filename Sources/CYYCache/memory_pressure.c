@@ -367,7 +367,8 @@ static bool drain(int fd) {
 static void *watcher_main(void *arg) {
     watcher *w = arg;
     current_watcher = w;
-    struct pollfd fds[2] = {{.fd = w->fd, .events = w->events}, {.fd = w->wake_fd, .events = POLLIN}};
+    struct pollfd fds[2] = {{.fd = w->fd, .events = w->events},
+                            {.fd = w->wake_fd, .events = POLLIN}};
     for (;;) {
         fds[0].revents = fds[1].revents = 0;
         int n = poll(fds, 2, -1);
@@ -457,7 +458,8 @@ static void stop_locked(void) {
     state.active = NULL;
     w->stop = true;
     uint64_t one = 1;
-    ssize_t n = write(w->wake_fd, &one, sizeof one); /* the thread frees w only after it sees stop */
+    /* Under the lock: the thread frees w only after it has seen stop. */
+    ssize_t n = write(w->wake_fd, &one, sizeof one);
     (void)n;
 }
 

@@ -216,7 +216,8 @@ static void slow_handler(yyc_memcache *c, void *ctx) {
     atomic_store(&gate_state.entered, true);
     while (!atomic_load(&gate_state.freeing)) usleep(1000);
     /* Give a free that does not wait every chance to finish first. */
-    if (WAIT_UNTIL(atomic_load(&freed) != 0, 1.0)) atomic_store(&gate_state.freed_while_inside, true);
+    if (WAIT_UNTIL(atomic_load(&freed) != 0, 1.0))
+        atomic_store(&gate_state.freed_while_inside, true);
 }
 
 static void freeing_a_cache_waits_for_its_pressure_handling(void **state) {
@@ -300,14 +301,14 @@ static void unusable_or_disabling_variables_leave_no_watcher(void **state) {
     struct {
         const char *watch, *write;
     } cases[] = {
-        {"/dev/null", NULL},        /* systemd: explicitly disabled */
-        {"", NULL},                 /* likewise */
-        {"relative/path", NULL},    /* not absolute */
-        {dir, NULL},                /* a folder */
-        {plain, NULL},              /* a regular file that is not a PSI file */
+        {"/dev/null", NULL},     /* systemd: explicitly disabled */
+        {"", NULL},              /* likewise */
+        {"relative/path", NULL}, /* not absolute */
+        {dir, NULL},             /* a folder */
+        {plain, NULL},           /* a regular file that is not a PSI file */
         {"/nonexistent/pressure", NULL},
-        {fifo, "not base64!"},      /* an invalid write value */
-        {fifo, "QQ=Q"},             /* padding inside */
+        {fifo, "not base64!"}, /* an invalid write value */
+        {fifo, "QQ=Q"},        /* padding inside */
         /* A trigger the kernel refuses (or no PSI at all): no fallback to another source. */
         {"/proc/pressure/memory", "Ym9ndXMA"}, /* "bogus\0" */
     };
@@ -427,7 +428,8 @@ static void caches_come_and_go_on_many_threads_while_pressure_arrives(void **sta
     assert_int_equal(yyc_memcache_set_responds_to_system_memory_pressure(anchor, true), YYC_OK);
     pthread_t threads[3];
     churn_arg arg = {.rounds = 300};
-    for (int i = 0; i < 3; i++) assert_int_equal(pthread_create(&threads[i], NULL, churn_thread, &arg), 0);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, churn_thread, &arg), 0);
     for (int i = 0; i < 50; i++) fifo_source_signal(&f);
     yyc_memcache_free(anchor); /* the watcher may now stop and start again with the churn */
     for (int i = 0; i < 3; i++) {
