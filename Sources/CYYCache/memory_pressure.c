@@ -14,7 +14,10 @@
  * around another lock (the caches' mutexes are taken only with it released).
  *
  * Invariants (under state.lock):
- *   - subscribers lists each opted-in cache exactly once; count is its length.
+ *   - table is an open-addressing hash set (linear probing, no tombstones: a removal shifts the
+ *     entries after it back) of the opted-in caches, each once: count entries in mask + 1
+ *     slots, at most half full; NULL (mask 0) when count is 0. layout changes whenever an entry
+ *     moves to another slot (growth, removal), so that a pass over the table can restart.
  *   - watchers lists every watcher whose thread is alive; active is one of them or NULL, and
  *     active->stop is false. Every other listed watcher has stop set (it is leaving), or lost
  *     its source (it is leaving too).
@@ -53,8 +56,7 @@
 #define DEFAULT_TRIGGER "some 200000 2000000"
 
 typedef struct subscriber {
-    struct subscriber *next;
-    yyc_memcache *cache;
+    yyc_memcache *cache; /* NULL: an empty slot */
     unsigned long round; /* the last handling pass that gave this cache its turn */
 } subscriber;
 
@@ -71,7 +73,9 @@ typedef struct watcher {
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t changed; /* CLOCK_MONOTONIC: a handling ended, an event ended, a thread ended */
-    subscriber *subscribers;
+    subscriber *table;
+    size_t mask;
+    unsigned long layout;
     size_t count;
     watcher *watchers;
     watcher *active;
@@ -129,12 +133,9 @@ static void fork_child(void) {
     }
     state.watchers = NULL;
     state.active = NULL;
-    for (subscriber *s = state.subscribers; s;) {
-        subscriber *next = s->next;
-        free(s);
-        s = next;
-    }
-    state.subscribers = NULL;
+    free(state.table);
+    state.table = NULL;
+    state.mask = 0;
     state.count = 0;
     current_watcher = NULL;
     init_cond(); /* a waiter of the parent's may have left it mid-wait */
@@ -331,10 +332,17 @@ static bool handled_elsewhere_locked(const yyc_memcache *c) {
 static void handle_event(watcher *w) {
     lock();
     unsigned long round = ++state.round;
-    while (!w->stop) {
-        subscriber *s = state.subscribers;
-        while (s && s->round >= round) s = s->next;
-        if (!s) break;
+    size_t next = 0; /* the slot to look at next, in the table's current layout */
+    unsigned long layout = state.layout;
+    while (!w->stop && state.table) {
+        if (state.layout != layout) { /* entries moved: look again from the start */
+            next = 0;
+            layout = state.layout;
+        }
+        while (next <= state.mask && (!state.table[next].cache || state.table[next].round >= round))
+            next++;
+        if (next > state.mask) break;
+        subscriber *s = &state.table[next++];
         s->round = round;
         yyc_memcache *c = s->cache;
         w->delivering = c; /* c cannot be freed or forgotten until this is cleared */
@@ -472,23 +480,80 @@ static void stop_locked(void) {}
 
 /* --- the registry --- */
 
-static subscriber **find_locked(const yyc_memcache *c) {
+/* The home slot of c in a table of mask + 1 slots. */
+static size_t home_of(const yyc_memcache *c, size_t mask) {
+    uint64_t h = (uint64_t)(uintptr_t)c;
+    h ^= h >> 29;
+    h *= 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 32) & mask;
+}
+
+/* c's entry, or NULL (under the lock). */
+static subscriber *find_locked(const yyc_memcache *c) {
     yyc__assert_held(&state.lock);
-    subscriber **p = &state.subscribers;
-    while (*p && (*p)->cache != c) p = &(*p)->next;
-    return p;
+    if (!state.table) return NULL;
+    for (size_t i = home_of(c, state.mask);; i = (i + 1) & state.mask) {
+        if (state.table[i].cache == c) return &state.table[i];
+        if (!state.table[i].cache) return NULL;
+    }
+}
+
+/* Adds c (not present) with the given round (under the lock). Returns false without memory. */
+static bool insert_locked(yyc_memcache *c, unsigned long round) {
+    yyc__assert_held(&state.lock);
+    if ((state.count + 1) * 2 > (state.table ? state.mask + 1 : 0)) {
+        size_t cap = state.table ? (state.mask + 1) * 2 : 16;
+        subscriber *table = calloc(cap, sizeof *table);
+        if (!table) return false;
+        for (size_t i = 0; state.table && i <= state.mask; i++) {
+            if (!state.table[i].cache) continue;
+            size_t j = home_of(state.table[i].cache, cap - 1);
+            while (table[j].cache) j = (j + 1) & (cap - 1);
+            table[j] = state.table[i];
+        }
+        free(state.table);
+        state.table = table;
+        state.mask = cap - 1;
+        state.layout++;
+    }
+    size_t i = home_of(c, state.mask);
+    while (state.table[i].cache) i = (i + 1) & state.mask;
+    state.table[i] = (subscriber){.cache = c, .round = round};
+    state.count++;
+    return true;
+}
+
+/* Removes the entry s (under the lock): the entries after it that may fill its slot move back,
+ * so that every entry stays reachable from its home slot without tombstones. */
+static void remove_locked(subscriber *s) {
+    yyc__assert_held(&state.lock);
+    size_t hole = (size_t)(s - state.table);
+    state.table[hole].cache = NULL;
+    for (size_t j = (hole + 1) & state.mask; state.table[j].cache; j = (j + 1) & state.mask) {
+        size_t home = home_of(state.table[j].cache, state.mask);
+        /* j may move to the hole if its home is not after the hole (cyclically, up to j) */
+        if (((j - home) & state.mask) >= ((j - hole) & state.mask)) {
+            state.table[hole] = state.table[j];
+            state.table[j].cache = NULL;
+            hole = j;
+        }
+    }
+    state.layout++;
+    if (--state.count == 0) {
+        free(state.table);
+        state.table = NULL;
+        state.mask = 0;
+    }
 }
 
 /* Takes c out of the registry (under the lock; ends the watcher with the last cache), then
  * waits until no other thread's watcher is handling c. */
 static void forget_locked(yyc_memcache *c) {
     yyc__assert_held(&state.lock);
-    subscriber **p = find_locked(c);
-    if (*p) {
-        subscriber *s = *p;
-        *p = s->next;
-        free(s);
-        if (--state.count == 0) stop_locked();
+    subscriber *s = find_locked(c);
+    if (s) {
+        remove_locked(s);
+        if (state.count == 0) stop_locked();
     }
     while (handled_elsewhere_locked(c)) pthread_cond_wait(&state.changed, &state.lock);
 }
@@ -500,15 +565,9 @@ int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on
     int rc = YYC_OK;
     if (!on) {
         forget_locked(c);
-    } else if (!*find_locked(c)) {
-        subscriber *s = malloc(sizeof *s);
-        if (!s) {
-            rc = YYC_ENOMEM;
-        } else {
-            *s = (subscriber){.next = state.subscribers, .cache = c, .round = state.round};
-            state.subscribers = s;
-            if (state.count++ == 0) state.active = start_locked();
-        }
+    } else if (!find_locked(c)) {
+        if (!insert_locked(c, state.round)) rc = YYC_ENOMEM;
+        else if (state.count == 1) state.active = start_locked();
     }
     unlock();
     return rc;
@@ -518,7 +577,7 @@ bool yyc_memcache_responds_to_system_memory_pressure(yyc_memcache *c) {
     if (!c) return false;
     pthread_once(&setup_once, setup);
     lock();
-    bool in = *find_locked(c) != NULL;
+    bool in = find_locked(c) != NULL;
     unlock();
     return in;
 }

@@ -399,6 +399,47 @@ static void a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_ca
     fifo_source_close(&f);
 }
 
+/* Many caches opted in, some out again in a scrambled order (the registry grows and moves
+ * entries back on removal): one event handles each opted-in cache exactly once, no other. */
+static void count_into(yyc_memcache *c, void *ctx) {
+    (void)c;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+}
+
+static void each_of_many_opted_in_caches_is_handled_once_per_event(void **state) {
+    (void)state;
+    enum { N = 1000 };
+    fifo_source f;
+    fifo_source_open(&f, "mp-many");
+    static yyc_memcache *caches[N];
+    static atomic_int counts[N];
+    for (int i = 0; i < N; i++) {
+        caches[i] = filled_cache(1);
+        atomic_store(&counts[i], 0);
+        yyc_memcache_set_memory_warning_handler(caches[i], count_into, &counts[i]);
+        assert_int_equal(yyc_memcache_set_responds_to_system_memory_pressure(caches[i], true),
+                         YYC_OK);
+    }
+    /* Out: every third, visited in a scrambled order (7919 is prime, coprime with N). */
+    for (int k = 0; k < N; k++) {
+        int i = (int)(((long)k * 7919) % N);
+        if (i % 3 == 0)
+            assert_int_equal(yyc_memcache_set_responds_to_system_memory_pressure(caches[i], false),
+                             YYC_OK);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(yyc_memcache_responds_to_system_memory_pressure(caches[i]), i % 3 != 0);
+    fifo_source_signal(&f);
+    for (int i = 0; i < N; i++) {
+        if (atomic_load(&counts[i]) != (i % 3 != 0))
+            fail_msg("cache %d handled %d times", i, atomic_load(&counts[i]));
+        assert_int_equal(yyc_memcache_total_count(caches[i]), i % 3 == 0 ? 1 : 0);
+    }
+    for (int i = N - 1; i >= 0; i--) yyc_memcache_free(caches[i]);
+    assert_true(yyc__memory_pressure_testing_wait_threads(0, WAIT_SECONDS));
+    fifo_source_close(&f);
+}
+
 /* Caches opting in and out and being freed on several threads while events arrive: every
  * handling runs on a live cache (ASan/TSan watch), and the end state is no watcher. */
 typedef struct churn_arg {
@@ -452,6 +493,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(unusable_or_disabling_variables_leave_no_watcher),
         cmocka_unit_test(without_variables_the_kernel_psi_file_is_watched),
         cmocka_unit_test(a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_caches),
+        cmocka_unit_test(each_of_many_opted_in_caches_is_handled_once_per_event),
         cmocka_unit_test(caches_come_and_go_on_many_threads_while_pressure_arrives),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
