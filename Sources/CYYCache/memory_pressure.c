@@ -498,6 +498,31 @@ static subscriber *find_locked(const yyc_memcache *c) {
     }
 }
 
+#ifdef YYC_TESTING
+/* Test builds: asserts the invariants at the top of the file (under the lock). O(slots). */
+static void check_locked(void) {
+    yyc__assert_held(&state.lock);
+    assert((state.table == NULL) == (state.count == 0));
+    size_t n = 0;
+    for (size_t i = 0; state.table && i <= state.mask; i++) {
+        if (!state.table[i].cache) continue;
+        n++;
+        assert(find_locked(state.table[i].cache) == &state.table[i]); /* reachable, once */
+        assert(state.table[i].round <= state.round);
+    }
+    assert(n == state.count);
+    assert(!state.table || state.count * 2 <= state.mask + 1);
+    bool active_listed = state.active == NULL;
+    for (watcher *w = state.watchers; w; w = w->next)
+        if (w == state.active) active_listed = true;
+    assert(active_listed && (!state.active || !state.active->stop));
+    (void)n;
+    (void)active_listed;
+}
+#else
+static void check_locked(void) {}
+#endif
+
 /* Adds c (not present) with the given round (under the lock). Returns false without memory. */
 static bool insert_locked(yyc_memcache *c, unsigned long round) {
     yyc__assert_held(&state.lock);
@@ -520,6 +545,7 @@ static bool insert_locked(yyc_memcache *c, unsigned long round) {
     while (state.table[i].cache) i = (i + 1) & state.mask;
     state.table[i] = (subscriber){.cache = c, .round = round};
     state.count++;
+    check_locked();
     return true;
 }
 
@@ -544,6 +570,7 @@ static void remove_locked(subscriber *s) {
         state.table = NULL;
         state.mask = 0;
     }
+    check_locked();
 }
 
 /* Takes c out of the registry (under the lock; ends the watcher with the last cache), then
@@ -569,6 +596,7 @@ int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on
         if (!insert_locked(c, state.round)) rc = YYC_ENOMEM;
         else if (state.count == 1) state.active = start_locked();
     }
+    check_locked();
     unlock();
     return rc;
 }
