@@ -267,7 +267,8 @@ static bool cgroup_pressure_path(char *out, size_t size) {
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, "0::", 3) != 0) continue;
         line[strcspn(line, "\n")] = '\0';
-        snprintf(group, sizeof group, "%s", line + 3);
+        int n = snprintf(group, sizeof group, "%s", line + 3);
+        if (n < 0 || (size_t)n >= sizeof group) group[0] = '\0'; /* too long: not used */
         break;
     }
     fclose(f);
