@@ -10,7 +10,8 @@
 # Benchmarks/), Package.swift and the tracked *.swift; without git, the same found with find.
 # Environment: CLANG_FORMAT (default clang-format; Debian package clang-format, which
 # `make deps` installs), SWIFT (default swift: its `swift format` is the toolchain's
-# swift-format).
+# swift-format). Other versions of either may format some lines differently: the tree is kept
+# formatted with Debian 12's clang-format 14 and Swift 6.3's swift-format.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLANG_FORMAT="${CLANG_FORMAT:-clang-format}"
@@ -48,7 +49,8 @@ if $check; then
         echo "format: the files above differ from .clang-format / .swift-format;" \
              "scripts/format.sh rewrites them" >&2
     else
-        echo "format: ${#c_files[@]} C files and ${#swift_files[@]} Swift files are formatted"
+        echo "format: ${#c_files[@]} C files and ${#swift_files[@]} Swift files are formatted" \
+             "($("$CLANG_FORMAT" --version | sed 's/.*version //'), swift-format $("$SWIFT" format --version))"
     fi
 else
     "$CLANG_FORMAT" -i "${c_files[@]}"
