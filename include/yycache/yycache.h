@@ -9,7 +9,7 @@
  * Background threads: the library starts (lazily) two threads of its own, one for memory caches
  * (asynchronous releases, deferred and automatic trims) and one for disk maintenance (trash
  * emptying, orphan sweeps, disk auto-trims), so that disk work never delays memory releases.
- * They block every signal. A third one, the memory-pressure watcher (memory_pressure.h), runs
+ * They block every signal. One more, the memory-pressure watcher (memory_pressure.h), runs
  * only while a memory cache has opted in to system memory pressure.
  *
  * fork() without exec: the child may create and use NEW objects of every kind (memory caches,
