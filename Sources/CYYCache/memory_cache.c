@@ -23,6 +23,7 @@
 #include "expiry.h"
 #include "internal.h"
 #include "lru_map.h"
+#include "memory_pressure.h"
 
 #include <float.h>
 #include <math.h>
@@ -420,6 +421,7 @@ static void free_now(yyc_memcache *c) {
     c->freeing = true;
     unlock(c);
     if (already) return; /* the thread freeing c waits for this thread's job to end */
+    yyc__memory_pressure_forget(c); /* first: waits for the pressure watcher's handling of c */
     callback_scope scope;
     scope_enter(&scope, c);
     yyc__timer_free(c->timer); /* waits for a running auto-trim */

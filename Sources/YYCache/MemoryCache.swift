@@ -153,6 +153,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         events.cache = self
         events.retainUntilFreed(by: handle)
         events.installEventHandlers(on: handle)
+        Self.answerSystemMemoryPressureByDefault(handle, releasesOnCallersOnly: releasesOnCallersOnly)
     }
 
     deinit {

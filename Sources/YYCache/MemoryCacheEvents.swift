@@ -7,7 +7,10 @@ final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unch
     /// The cache, not retained. `unowned(unsafe)` rather than `weak`: a weakly referenced object
     /// gets a reference-count side table, which sends every retain of the cache through the
     /// runtime's slow path. Safe because the cache owns this object and the C core calls the
-    /// event hooks only from `handleMemoryWarning()` / `handleEnterBackground()`, on a live cache.
+    /// event hooks only from `handleMemoryWarning()` / `handleEnterBackground()`, on a live cache,
+    /// or from the memory-pressure watcher's thread, whose handling of the cache
+    /// `yyc_memcache_free` (the cache's `deinit`) waits for: the object stays allocated until
+    /// the hook has returned.
     unowned(unsafe) var cache: MemoryCache<Key, Value>?
 
     override func memoryWarning() {

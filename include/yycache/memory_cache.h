@@ -137,7 +137,9 @@ YYC_API yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c);
  * example, or the background worker's release job. The caller must not use the cache after
  * yyc_memcache_free, but the callbacks' contexts must stay valid until the free handler runs.
  * A second yyc_memcache_free of the cache from one of its callbacks while it is being freed
- * (the callback runs on the freeing thread or on the background worker) is ignored. */
+ * (the callback runs on the freeing thread or on the background worker) is ignored.
+ * A cache opted in to system memory pressure is opted out first: the free waits while the
+ * watcher's thread runs the cache's memory-warning handling (memory_pressure.h). */
 YYC_API void yyc_memcache_free(yyc_memcache *c);
 
 /* Called once the cache is gone: at the end of yyc_memcache_free, or of the call that ran a
@@ -324,7 +326,8 @@ YYC_API void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds);
  * handle_memory_warning: calls the memory-warning handler (if set) on the calling thread,
  * then removes every entry if should_remove_all_on_memory_warning (default true). Same for
  * handle_enter_background with its own handler and flag (default true). The handlers run with
- * no lock held and may call into the cache. Ownership: ctx is borrowed until the handler is
+ * no lock held and may call into the cache. System memory pressure calls handle_memory_warning
+ * on the watcher's thread for caches that opted in (memory_pressure.h). Ownership: ctx is borrowed until the handler is
  * replaced (NULL fn removes it) or the cache is freed. */
 typedef void (*yyc_memcache_event_fn)(yyc_memcache *c, void *ctx);
 YYC_API void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
