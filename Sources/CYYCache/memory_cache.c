@@ -15,6 +15,13 @@
  * representation (&node->value, or the inline bytes), which is also what the garbage array
  * holds a copy of (one element per stride).
  *
+ * Removal causes: a detached node's prev link (garbage after unlinking) holds why it left (a
+ * yyc_removal_cause, with no pointer bits); in a chain from detach_all only the head carries one,
+ * and the nodes after it (whose prev links still point to a node) share it. release_list reads
+ * them to report each entry to the removal listener right before its value is released.
+ * A replacement reported to a listener travels as a detached copy of the node (key and old
+ * value), so that the event can carry the key.
+ *
  * Callbacks may free the cache (a value holding the last reference to the cache's owner). Every
  * stretch of code that runs callbacks and may touch the cache after them is a "callback scope"
  * (a frame in a thread-local chain): yyc_memcache_free called inside one only marks the
@@ -54,7 +61,10 @@
  *   - Expiry: expiry records exactly the map's nodes that have a time to live (every node that
  *     leaves the map is forgotten there in the same critical section, or the whole structure is
  *     cleared with the map); default_ttl is INFINITY (none) or >= 0. No read returns a node
- *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read. */
+ *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read.
+ *   - Removal causes: every node that leaves the map is tagged with its cause (set_cause) and
+ *     counted in stats.removals in the same critical section; listening == (removal_fn != NULL).
+ *   - stats counts what memory_cache.h says, only under the lock. */
 struct yyc_memcache {
     pthread_mutex_t lock;
     yyc__lru_map map;
@@ -91,6 +101,10 @@ struct yyc_memcache {
     void *free_ctx;
     yyc__expiry expiry;    /* deadlines of the entries with a time to live (expiry.h) */
     double default_ttl;    /* seconds given to sets without their own; INFINITY: none */
+    yyc_memcache_removal_fn removal_fn; /* the removal listener, or NULL */
+    void *removal_ctx;
+    atomic_bool listening;         /* removal_fn != NULL, readable without the lock */
+    yyc_cache_statistics stats;    /* memory_cache.h "Statistics" */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -110,6 +124,7 @@ static void drop_slot(yyc_memcache *c, void *slot);
 static void cost_trim_job(void *arg);
 static void auto_trim_fire(void *arg);
 static void free_now(yyc_memcache *c);
+static void purge_expired(yyc_memcache *c, bool on_worker);
 
 typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
@@ -232,11 +247,36 @@ static void drop_slot(yyc_memcache *c, void *slot) {
     }
 }
 
-/* Releases every value of a detached list (chained through next) and frees the nodes. */
+/* Tags a node that has just left the map with its removal cause and counts it (under lock;
+ * see the top of the file). */
+static inline void set_cause_locked(yyc_memcache *c, yyc__lru_node *n, yyc_removal_cause cause) {
+    yyc__assert_held(&c->lock);
+    n->prev_bits = (uintptr_t)cause;
+    c->stats.removals[cause]++;
+}
+
+/* Releases every value of a detached list (chained through next) and frees the nodes; with a
+ * removal listener, reports each entry with its cause first. */
 static void release_list(yyc_memcache *c, yyc__lru_node *list) {
+    yyc_memcache_removal_fn fn = NULL;
+    void *ctx = NULL;
+    if (list && atomic_load_explicit(&c->listening, memory_order_relaxed)) {
+        lock(c);
+        fn = c->removal_fn;
+        ctx = c->removal_ctx;
+        unlock(c);
+    }
+    yyc_removal_cause cause = YYC_REMOVED_EXPLICIT;
     while (list) {
         yyc__lru_node *next = list->next;
-        drop_slot(c, node_slot(c, list));
+        if ((list->prev_bits & ~YYC__NODE_BITS) == 0) cause = (yyc_removal_cause)list->prev_bits;
+        void *slot = node_slot(c, list);
+        if (fn) {
+            void *value = slot;
+            if (!c->inline_values) memcpy(&value, slot, sizeof value);
+            fn(ctx, list->key, list->key_len, value, cause);
+        }
+        drop_slot(c, slot);
         yyc__lru_node_free(list);
         list = next;
     }
@@ -420,6 +460,7 @@ static void free_now(yyc_memcache *c) {
     c->freeing = true;
     unlock(c);
     if (already) return; /* the thread freeing c waits for this thread's job to end */
+    yyc_memcache_set_removal_listener(c, NULL, NULL); /* a free reports nothing */
     callback_scope scope;
     scope_enter(&scope, c);
     yyc__timer_free(c->timer); /* waits for a running auto-trim */
@@ -520,7 +561,14 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     /* A new key at the count limit evicts first (the policy never picks the new entry). */
     yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&c->map, key, key_len, c->count_limit,
                                                           c->cost_limit, &inserted, &evicted);
-    if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+    if (evicted) {
+        if (c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+        set_cause_locked(c, evicted, YYC_REMOVED_EVICTED);
+    }
+    /* With a removal listener the replaced value leaves in a copy of the node (with the key). */
+    yyc__lru_node *replaced = NULL;
+    if (n && !inserted && c->removal_fn && !(replaced = yyc__lru_map_copy_node(&c->map, n)))
+        n = NULL; /* out of memory: nothing replaced (an evicted entry is still released) */
     if (!n) {
         bool queue = evicted && c->release_async && stash_list_locked(c, evicted, evicted);
         if (c->release_async) evicted = NULL;
@@ -535,16 +583,23 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
     if (stripe) ++*stripe;
+    c->stats.insertions++;
+    if (replaced) {
+        set_cause_locked(c, replaced, YYC_REMOVED_REPLACED);
+    } else if (!inserted) {
+        c->stats.removals[YYC_REMOVED_REPLACED]++;
+    }
+    /* A replaced value is kept in `old` for its release, unless it lives on in `replaced`. */
     if (inline_mode) {
         void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         /* Without a destroy callback a replaced value needs nothing: just overwrite it. */
-        if (!inserted && c->itype.destroy) {
+        if (!inserted && !replaced && c->itype.destroy) {
             memcpy(old, slot, c->value_size);
             have_old = true;
         }
         memcpy(slot, bytes, c->value_size);
     } else {
-        if (!inserted && n->value) {
+        if (!inserted && !replaced && n->value) {
             memcpy(old, &n->value, sizeof n->value);
             have_old = true;
         }
@@ -567,7 +622,16 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     }
     if (!evicted && yyc__lru_map_count(&c->map) > c->count_limit) {
         evicted = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
-        if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+        if (evicted) {
+            if (c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+            set_cause_locked(c, evicted, YYC_REMOVED_EVICTED);
+        }
+    }
+    yyc__lru_node *evicted_tail = evicted;
+    if (replaced) { /* one chain to release, each node tagged with its own cause */
+        replaced->next = evicted;
+        evicted = replaced;
+        if (!evicted_tail) evicted_tail = replaced;
     }
     if (c->release_async) {
         if (have_old) {
@@ -576,7 +640,7 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
             queue_release |= (s == 1);
         }
         if (evicted) {
-            queue_release |= stash_list_locked(c, evicted, evicted);
+            queue_release |= stash_list_locked(c, evicted, evicted_tail);
             evicted = NULL;
         }
     }
@@ -677,6 +741,7 @@ static __attribute__((noinline, cold)) void drop_expired_and_unlock(yyc_memcache
                                                                     yyc__lru_node *n) {
     yyc__lru_map_unlink(&c->map, n);
     yyc__expiry_forget(&c->expiry, n);
+    set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
     unlock_and_release(c, n);
 }
 
@@ -694,6 +759,7 @@ static void purge_expired(yyc_memcache *c, bool on_worker) {
             yyc__lru_node *n;
             while (taken < EXPIRE_STEP && (n = yyc__expiry_pop_due(&c->expiry, now))) {
                 yyc__lru_map_unlink(&c->map, n);
+                set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -755,13 +821,16 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
     lock(c);
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
+        c->stats.misses++;
         unlock(c);
         return YYC_NOTFOUND;
     }
     if (__builtin_expect(c->expiry.live != 0, 0) && expired_locked(c, n)) {
+        c->stats.misses++;
         drop_expired_and_unlock(c, n);
         return YYC_NOTFOUND;
     }
+    c->stats.hits++;
     void *v = n->value;
     /* Start the loads of the value object (retained below; without callbacks the value may
      * not be a pointer at all) and of the neighbours (relinked by the move) together: on a large
@@ -821,7 +890,10 @@ static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
     }
     bump_generation_locked(c, key, key_len);
     yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
-    if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+    if (n) {
+        if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+        set_cause_locked(c, n, YYC_REMOVED_EXPLICIT);
+    }
     unlock_and_release(c, n);
     return YYC_OK;
 }
@@ -839,25 +911,30 @@ int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t k
  * NULL); otherwise the caller releases *out_list after unlocking. The old bucket array is
  * returned in *out_table for the caller to free after unlocking. Returns whether the release
  * job must be scheduled. */
-static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
-                              void **out_table) {
+static bool detach_all_locked(yyc_memcache *c, bool async, yyc_removal_cause cause,
+                              yyc__lru_node **out_list, void **out_table) {
     yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
+    size_t count = yyc__lru_map_count(&c->map);
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
     yyc__expiry_clear(&c->expiry);
+    if (list) { /* the head carries the chain's cause (see the top of the file) */
+        set_cause_locked(c, list, cause);
+        c->stats.removals[cause] += count - 1;
+    }
     *out_list = NULL;
     if (async) return stash_list_locked(c, list, tail);
     *out_list = list;
     return false;
 }
 
-void yyc_memcache_remove_all(yyc_memcache *c) {
-    if (!c) return;
+/* remove_all, reporting every entry with cause. */
+static void remove_all_because(yyc_memcache *c, yyc_removal_cause cause) {
     yyc__lru_node *list;
     void *table;
     lock(c);
     c->generation_epoch++; /* a write on every key (memory_cache.h) */
-    bool queue_release = detach_all_locked(c, c->release_async, &list, &table);
+    bool queue_release = detach_all_locked(c, c->release_async, cause, &list, &table);
     unlock(c);
     free(table);
     if (queue_release) schedule_release(c);
@@ -867,6 +944,11 @@ void yyc_memcache_remove_all(yyc_memcache *c) {
         release_list(c, list);
         scope_exit(&scope);
     }
+}
+
+void yyc_memcache_remove_all(yyc_memcache *c) {
+    if (!c) return;
+    remove_all_because(c, YYC_REMOVED_EXPLICIT);
 }
 
 /* --- totals and limits --- */
@@ -966,12 +1048,13 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
     bool queue_release = false;
     yyc__lru_node *list = NULL, *tail = NULL;
 
-    if (!zero) purge_expired(c, on_worker); /* every trim, also one within its limit */
+    purge_expired(c, on_worker); /* every trim, also one within its limit or to zero */
     lock(c);
     bool async = c->release_async && !on_worker;
     if (zero) {
         void *table;
-        queue_release = detach_all_locked(c, async, &list, &table);
+        yyc_removal_cause cause = kind == TRIM_AGE ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED;
+        queue_release = detach_all_locked(c, async, cause, &list, &table);
         unlock(c);
         free(table);
         if (queue_release) schedule_release(c);
@@ -993,7 +1076,11 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
-                if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                if (n) {
+                    if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                    set_cause_locked(c, n, kind == TRIM_AGE ? YYC_REMOVED_EXPIRED
+                                                            : YYC_REMOVED_EVICTED);
+                }
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -1028,9 +1115,10 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
             bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
                                                      &list, &tail);
             begin = false;
-            if (c->expiry.live)
-                for (yyc__lru_node *n = before ? before->next : list; n; n = n->next)
-                    yyc__expiry_forget(&c->expiry, n);
+            for (yyc__lru_node *n = before ? before->next : list; n; n = n->next) {
+                if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
+            }
             if (finished && c->release_async && !on_worker) {
                 queue_release = stash_list_locked(c, list, tail);
                 list = NULL;
@@ -1155,7 +1243,7 @@ void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
     /* Read after the handler ran: it may have changed the flag. */
     bool remove_all = c->remove_all_on_memory_warning;
     unlock(c);
-    if (remove_all) yyc_memcache_remove_all(c);
+    if (remove_all) remove_all_because(c, YYC_REMOVED_MEMORY_PRESSURE);
     scope_exit(&scope);
 }
 
@@ -1171,8 +1259,36 @@ void yyc_memcache_handle_enter_background(yyc_memcache *c) {
     lock(c);
     bool remove_all = c->remove_all_on_enter_background;
     unlock(c);
-    if (remove_all) yyc_memcache_remove_all(c);
+    if (remove_all) remove_all_because(c, YYC_REMOVED_MEMORY_PRESSURE);
     scope_exit(&scope);
+}
+
+/* --- removal events --- */
+
+void yyc_memcache_set_removal_listener(yyc_memcache *c, yyc_memcache_removal_fn fn, void *ctx) {
+    if (!c) return;
+    lock(c);
+    c->removal_fn = fn;
+    c->removal_ctx = ctx;
+    atomic_store_explicit(&c->listening, fn != NULL, memory_order_relaxed);
+    unlock(c);
+}
+
+/* --- statistics --- */
+
+int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out) {
+    if (!c || !out) return YYC_EINVAL;
+    lock(c);
+    *out = c->stats;
+    unlock(c);
+    return YYC_OK;
+}
+
+void yyc_memcache_reset_statistics(yyc_memcache *c) {
+    if (!c) return;
+    lock(c);
+    memset(&c->stats, 0, sizeof c->stats);
+    unlock(c);
 }
 
 /* --- test hooks --- */

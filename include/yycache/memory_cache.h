@@ -35,6 +35,7 @@
 #ifndef YYCACHE_MEMORY_CACHE_H
 #define YYCACHE_MEMORY_CACHE_H
 
+#include "removal_cause.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -337,6 +338,56 @@ YYC_API void yyc_memcache_set_remove_all_on_enter_background(yyc_memcache *c, bo
 YYC_API bool yyc_memcache_remove_all_on_enter_background(yyc_memcache *c);
 YYC_API void yyc_memcache_handle_memory_warning(yyc_memcache *c);
 YYC_API void yyc_memcache_handle_enter_background(yyc_memcache *c);
+
+/* Removal events: a listener called once for every entry that leaves the cache, with its key,
+ * its value and why it left (yyc_removal_cause): removed (remove, remove_if_generation,
+ * remove_all: one YYC_REMOVED_EXPLICIT per entry), replaced by a set on its key (also when the
+ * old value was NULL), expired (its time to live, found by a read or removed by a trim or the
+ * auto-trim; the age limit and trim_to_age, also one with seconds <= 0), evicted (the count or
+ * cost limit, trim_to_count, trim_to_cost, also to 0), or removed by handle_memory_warning /
+ * handle_enter_background (YYC_REMOVED_MEMORY_PRESSURE).
+ *
+ * When: after the entry left (a read from the listener no longer finds it), with no lock held,
+ * right before its value is released, on the thread that releases it (the release policy: the
+ * calling thread before the call returns, or the background worker; background trims always on
+ * the worker). So the listener may call into the cache (even free it, see yyc_memcache_free).
+ * Exactly once per entry that leaves while the listener is installed; entries that leave while
+ * it is being installed or removed may or may not be reported. yyc_memcache_free reports
+ * nothing (the cache is going away).
+ *
+ * Arguments: key and key_len (borrowed for the call), value: in a pointer cache the stored
+ * pointer, whose reference the cache releases right after the listener returns (retain it to
+ * keep it); in an inline cache the address of the value's bytes, destroyed right after (copy
+ * them with the type's copy semantics to keep the value). Both are borrowed for the call.
+ *
+ * Cost: nothing without a listener. With one, a replacement allocates a detached copy of the
+ * entry's node (key and old value) so that the event can carry the key; if that allocation
+ * fails the set returns YYC_ENOMEM (the cache is then as before the call, except for an entry
+ * the count limit evicted first, which is reported).
+ *
+ * yyc_memcache_set_removal_listener installs fn (NULL: none, the default) with ctx.
+ * Thread-safe; takes the lock. Ownership: ctx is borrowed until the free handler runs (an event
+ * already under way may still reach the previous listener after this returns). */
+typedef void (*yyc_memcache_removal_fn)(void *ctx, const void *key, size_t key_len, void *value,
+                                        yyc_removal_cause cause);
+YYC_API void yyc_memcache_set_removal_listener(yyc_memcache *c, yyc_memcache_removal_fn fn,
+                                               void *ctx);
+
+/* Statistics (yyc_cache_statistics in removal_cause.h): counted under the cache's mutex by the
+ * calls that already hold it, so they are exact and cost no extra lock or atomic operation.
+ * What counts: get and get_inline: one hit or one miss (an expired entry is a miss); the
+ * get-or-load calls: one hit, or one miss (also for a caller that waits for another caller's
+ * load), and the caller that runs the loader adds one load or one load failure and its duration;
+ * contains and time_to_live count nothing. Every set that stores a value is an insertion (the
+ * loaded values too); removals are counted by cause when the entry leaves (as the listener
+ * reports them, listener or not; yyc_memcache_free counts nothing).
+ *
+ * yyc_memcache_statistics copies a consistent snapshot (taken under the lock) into *out.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache or out). Thread-safe; takes the lock. */
+YYC_API int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out);
+
+/* Sets every counter to 0. Thread-safe; takes the lock. NULL is fine. */
+YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
 
 #ifdef __cplusplus
 }

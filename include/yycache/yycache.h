@@ -26,6 +26,7 @@
 #define YYCACHE_YYCACHE_H
 
 #include "status.h"
+#include "removal_cause.h"
 #include "memory_cache.h"
 #include "kv_storage.h"
 #include "disk_cache.h"
