@@ -64,7 +64,8 @@
  *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read.
  *   - Removal causes: every node that leaves the map is tagged with its cause (set_cause) and
  *     counted in stats.removals in the same critical section; listening == (removal_fn != NULL).
- *   - stats counts what memory_cache.h says, only under the lock. */
+ *   - stats counts what memory_cache.h says, only under the lock.
+ *   - flights lists the loads under way (begin_load .. finish_load), at most one per key. */
 struct yyc_memcache {
     pthread_mutex_t lock;
     yyc__lru_map map;
@@ -105,6 +106,7 @@ struct yyc_memcache {
     void *removal_ctx;
     atomic_bool listening;         /* removal_fn != NULL, readable without the lock */
     yyc_cache_statistics stats;    /* memory_cache.h "Statistics" */
+    struct yyc_memcache_flight *flights; /* loads under way (begin_load) */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -1289,6 +1291,236 @@ void yyc_memcache_reset_statistics(yyc_memcache *c) {
     lock(c);
     memset(&c->stats, 0, sizeof c->stats);
     unlock(c);
+}
+
+/* --- loading with single flight --- */
+
+/* A caller waiting for a load (begin_load joined a flight). */
+typedef struct load_waiter {
+    struct load_waiter *next;
+    yyc_memcache_loaded_fn done;
+    void *done_ctx;
+} load_waiter;
+
+/* A load under way: in c->flights from begin_load until finish_load takes it out (under the
+ * lock); owned by the loader meanwhile. The key is copied after the struct. */
+struct yyc_memcache_flight {
+    struct yyc_memcache_flight *next;
+    pthread_t loader;     /* the thread of begin_load (a get-or-load of the key from it: EBUSY) */
+    load_waiter *waiters; /* joined callers, newest first */
+    size_t key_len;
+    unsigned char key[];
+};
+
+/* The flight loading key (under lock), or NULL. */
+static struct yyc_memcache_flight *find_flight_locked(yyc_memcache *c, const void *key,
+                                                      size_t key_len) {
+    yyc__assert_held(&c->lock);
+    for (struct yyc_memcache_flight *f = c->flights; f; f = f->next)
+        if (f->key_len == key_len && (key_len == 0 || memcmp(f->key, key, key_len) == 0)) return f;
+    return NULL;
+}
+
+/* Copies a stored value out for a caller (under lock): a retained reference in *(void **)dst
+ * (pointer caches) or the bytes copied with the type's copy callback (inline caches). */
+static void copy_out_locked(yyc_memcache *c, void *dst, const void *src_slot) {
+    yyc__assert_held(&c->lock);
+    if (c->inline_values) {
+        if (c->itype.copy) c->itype.copy(c->itype.ctx, dst, src_slot);
+        else memcpy(dst, src_slot, c->value_size);
+    } else {
+        void *v;
+        memcpy(&v, src_slot, sizeof v);
+        *(void **)dst = (v && c->cb.retain) ? c->cb.retain(c->cb.ctx, v) : v;
+    }
+}
+
+int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, void *out_value,
+                            yyc_memcache_loaded_fn done, void *done_ctx,
+                            yyc_memcache_flight **out_flight) {
+    if (out_flight) *out_flight = NULL;
+    if (!c || !out_value || !out_flight || !done || (!key && key_len > 0)) return YYC_EINVAL;
+    if (key_len > UINT32_MAX) return YYC_ETOOBIG;
+    if (!c->inline_values) *(void **)out_value = NULL;
+    yyc__lru_node *expired = NULL;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (n && c->expiry.live && expired_locked(c, n)) { /* reported expired; then a miss */
+        yyc__lru_map_unlink(&c->map, n);
+        yyc__expiry_forget(&c->expiry, n);
+        set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
+        expired = n;
+        n = NULL;
+    }
+    int rc;
+    if (n) {
+        c->stats.hits++;
+        copy_out_locked(c, out_value, node_slot(c, n));
+        n->time = clock_now();
+        yyc__lru_map_touch(&c->map, n);
+        rc = YYC_OK;
+    } else {
+        struct yyc_memcache_flight *f = find_flight_locked(c, key, key_len);
+        if (f && pthread_equal(f->loader, pthread_self())) {
+            rc = YYC_EBUSY; /* the load of this key asks for it: it would wait for itself */
+        } else if (f) {
+            load_waiter *w = malloc(sizeof *w);
+            if (w) {
+                *w = (load_waiter){.next = f->waiters, .done = done, .done_ctx = done_ctx};
+                f->waiters = w;
+                c->stats.misses++;
+                rc = YYC_NOTFOUND;
+            } else {
+                rc = YYC_ENOMEM;
+            }
+        } else {
+            f = malloc(sizeof *f + key_len);
+            if (f) {
+                *f = (struct yyc_memcache_flight){.next = c->flights, .loader = pthread_self(),
+                                                  .key_len = key_len};
+                if (key_len) memcpy(f->key, key, key_len);
+                c->flights = f;
+                c->stats.misses++;
+                *out_flight = f;
+                rc = YYC_NOTFOUND;
+            } else {
+                rc = YYC_ENOMEM;
+            }
+        }
+    }
+    unlock_and_release(c, expired);
+    return rc;
+}
+
+/* The end of every load: takes the flight out (under the lock), counts the load, and hands the
+ * result to each waiter (value borrowed for the calls), with no lock held. */
+static void complete_flight(yyc_memcache *c, struct yyc_memcache_flight *f, int status,
+                            void *value, void *error, uint64_t load_ns) {
+    lock(c);
+    struct yyc_memcache_flight **p = &c->flights;
+    while (*p != f) p = &(*p)->next;
+    *p = f->next;
+    load_waiter *w = f->waiters;
+    if (status == YYC_OK) c->stats.loads++;
+    else c->stats.load_failures++;
+    c->stats.total_load_time_ns += load_ns;
+    unlock(c);
+    free(f);
+    while (w) {
+        load_waiter *next = w->next;
+        w->done(w->done_ctx, status, status == YYC_OK ? value : NULL, error);
+        free(w);
+        w = next;
+    }
+}
+
+int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                             void *value, size_t cost, void *error, uint64_t load_ns) {
+    if (!c || !flight || c->inline_values) return YYC_EINVAL;
+    int rc = status;
+    if (status == YYC_OK) /* stored first: a caller arriving meanwhile still joins the flight */
+        rc = set_impl(c, flight->key, flight->key_len, value, NULL, cost, false, NULL, NULL, NAN);
+    complete_flight(c, flight, status, value, error, load_ns);
+    return rc;
+}
+
+int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                                    const void *value, size_t cost, void *error,
+                                    uint64_t load_ns) {
+    if (!c || !flight || !c->inline_values || (status == YYC_OK && !value)) return YYC_EINVAL;
+    if (status != YYC_OK) {
+        complete_flight(c, flight, status, NULL, error, load_ns);
+        return status;
+    }
+    /* The waiters get a copy: the value itself moves into the cache first, where a concurrent
+     * call may drop it before they are called. */
+    _Alignas(16) unsigned char copy[SLOT_MAX];
+    if (c->itype.copy) c->itype.copy(c->itype.ctx, copy, value);
+    else memcpy(copy, value, c->value_size);
+    int rc = set_impl(c, flight->key, flight->key_len, NULL, value, cost, true, NULL, NULL, NAN);
+    complete_flight(c, flight, status, copy, error, load_ns);
+    callback_scope scope;
+    scope_enter(&scope, c);
+    drop_slot(c, copy);
+    if (rc != YYC_OK) drop_slot(c, (void *)value); /* not taken by the store: ours to destroy */
+    scope_exit(&scope);
+    return rc;
+}
+
+/* A blocking caller waiting for another caller's load (get_or_load). */
+typedef struct sync_waiter {
+    yyc_memcache *cache;
+    void *out_value;
+    pthread_cond_t cond;
+    int status;
+    bool done;
+} sync_waiter;
+
+/* The waiter's done callback (on the finishing thread): copies the value out under the lock,
+ * then wakes the waiter. */
+static void sync_waiter_done(void *ctx, int status, void *value, void *error) {
+    (void)error;
+    sync_waiter *w = ctx;
+    yyc_memcache *c = w->cache;
+    lock(c);
+    if (status == YYC_OK) copy_out_locked(c, w->out_value, c->inline_values ? value : &value);
+    w->status = status;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    unlock(c); /* w may be gone from here on */
+}
+
+static uint64_t elapsed_ns(double since) {
+    double d = yyc__monotonic_now() - since;
+    return d > 0 ? (uint64_t)(d * 1e9) : 0;
+}
+
+/* Both blocking get-or-loads (out_value: a void ** or the inline bytes). */
+static int get_or_load_impl(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                            yyc_memcache_load_fn load, void *ctx, void *out_value) {
+    sync_waiter w = {.cache = c, .out_value = out_value};
+    if (pthread_cond_init(&w.cond, NULL) != 0) return YYC_ENOMEM;
+    yyc_memcache_flight *flight;
+    int rc = yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, &flight);
+    if (rc == YYC_NOTFOUND && flight) {
+        double start = yyc__monotonic_now();
+        rc = load(ctx, key, key_len, out_value);
+        uint64_t ns = elapsed_ns(start);
+        if (rc != YYC_OK) {
+            yyc_memcache_finish_load(c, flight, rc, NULL, 0, NULL, ns);
+        } else if (!c->inline_values) {
+            (void)yyc_memcache_finish_load(c, flight, YYC_OK, *(void **)out_value, cost, NULL, ns);
+        } else {
+            /* The cache takes a copy; the caller keeps the loaded value. */
+            _Alignas(16) unsigned char copy[SLOT_MAX];
+            if (c->itype.copy) c->itype.copy(c->itype.ctx, copy, out_value);
+            else memcpy(copy, out_value, c->value_size);
+            (void)yyc_memcache_finish_load_inline(c, flight, YYC_OK, copy, cost, NULL, ns);
+        }
+    } else if (rc == YYC_NOTFOUND) {
+        lock(c);
+        while (!w.done) pthread_cond_wait(&w.cond, &c->lock);
+        unlock(c);
+        rc = w.status;
+    }
+    pthread_cond_destroy(&w.cond);
+    return rc;
+}
+
+int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                             yyc_memcache_load_fn load, void *ctx, void **out_value) {
+    if (out_value) *out_value = NULL;
+    if (!c || !load || !out_value || c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
+    int rc = get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
+    if (rc != YYC_OK) *out_value = NULL;
+    return rc;
+}
+
+int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                    size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                    void *out_value) {
+    if (!c || !load || !out_value || !c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
+    return get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
 }
 
 /* --- test hooks --- */

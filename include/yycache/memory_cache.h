@@ -389,6 +389,83 @@ YYC_API int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out);
 /* Sets every counter to 0. Thread-safe; takes the lock. NULL is fine. */
 YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
 
+/* Loading with single flight: concurrent callers that miss on the same key run one load and all
+ * receive its result; callers of other keys are not delayed; nobody waits on the cache's mutex
+ * while a load runs (the loader runs with no lock held, waiters sleep on a condition variable of
+ * their own). A loaded value is stored like a set (yyc_memcache_set / set_inline with the given
+ * cost and the default time to live; an insertion, and a replacement if a set stored the key
+ * meanwhile); a failure stores nothing, and the next call runs the loader again. An expired
+ * entry found by the lookup is removed (reported YYC_REMOVED_EXPIRED) and a load runs.
+ *
+ * The two-step form (for callers that cannot block, such as Swift async code):
+ *
+ * yyc_memcache_begin_load looks key up. Returns:
+ *   YYC_OK: a hit, as yyc_memcache_get (pointer cache: *(void **)out_value holds a reference
+ *     transferred to the caller) or get_inline (the bytes copied into out_value); *out_flight
+ *     is NULL.
+ *   YYC_NOTFOUND with *out_flight set: no entry and no load under way: the caller is the loader.
+ *     It must run its load (with no cache lock held; it may use the cache, but a get-or-load of
+ *     the same key from the load itself returns YYC_EBUSY) and then call yyc_memcache_finish_load
+ *     (or finish_load_inline) exactly once with the flight.
+ *   YYC_NOTFOUND with *out_flight NULL: another caller's load of key is under way and the caller
+ *     waits for it: done(done_ctx, status, value, error) will be called exactly once, by the
+ *     thread that finishes the load, with no lock held (possibly before begin_load returns).
+ *     status is the load's (YYC_OK or its error); value (YYC_OK only) is borrowed for the call:
+ *     a pointer cache's value pointer (retain it to keep it) or the address of an inline value's
+ *     bytes (copy them); error is the loader's error object, borrowed for the call (NULL if it
+ *     gave none).
+ *   YYC_EBUSY: called from inside the load of this very key on this thread (it would wait for
+ *     itself). YYC_EINVAL: NULL cache or out_value or out_flight, NULL key with key_len > 0, or
+ *     done is NULL. Nothing else happened on these.
+ * Ownership: key is borrowed (a loader's key must stay valid until it finishes the load);
+ * done_ctx is borrowed until done is called.
+ *
+ * yyc_memcache_finish_load (pointer caches) ends the caller's load: status YYC_OK stores value
+ * (retained, like yyc_memcache_set; the caller keeps its own reference) with cost, then calls
+ * every waiter's done with value; any other status stores nothing and passes status and error
+ * (borrowed for the calls) to the waiters. load_ns is the load's duration for the statistics.
+ * Returns: the store's status (YYC_OK, or YYC_ENOMEM: not stored, the waiters still receive the
+ * value); status itself when status is not YYC_OK; YYC_EINVAL for a NULL cache or flight, or a
+ * cache of the other mode (the flight is then left unfinished: a caller's bug).
+ * yyc_memcache_finish_load_inline is the same for inline caches: value points to the loaded
+ * value's bytes, which are moved into the cache on YYC_OK as by set_inline (if the store fails
+ * the bytes are destroyed per the release policy); the waiters receive a copy made with the
+ * type's copy callback before the move. Ignored (may be NULL) when status is not YYC_OK.
+ * Thread-safe: any thread may finish a flight (its loader's or another).
+ * Blocking: neither call waits for anything but the cache's mutex. */
+typedef struct yyc_memcache_flight yyc_memcache_flight;
+typedef void (*yyc_memcache_loaded_fn)(void *done_ctx, int status, void *value, void *error);
+YYC_API int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len,
+                                    void *out_value, yyc_memcache_loaded_fn done, void *done_ctx,
+                                    yyc_memcache_flight **out_flight);
+YYC_API int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                                     void *value, size_t cost, void *error, uint64_t load_ns);
+YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight,
+                                            int status, const void *value, size_t cost,
+                                            void *error, uint64_t load_ns);
+
+/* The blocking form. load(ctx, key, key_len, out_value) runs on the calling thread with no lock
+ * held and returns YYC_OK after storing the value in out_value (pointer caches: a reference in
+ * *(void **)out_value, transferred to the call; inline caches: the bytes, moved to the call), or
+ * an error status (out_value then unused).
+ * yyc_memcache_get_or_load returns: YYC_OK with *out_value holding a reference transferred to
+ * the caller (a hit, the caller's own load, or another caller's load it waited for); the load's
+ * error status (this caller's load or the one it waited for; nothing stored); YYC_EBUSY or
+ * YYC_EINVAL as begin_load (also for an inline cache or a NULL load).
+ * yyc_memcache_get_or_load_inline: the same for inline caches; on YYC_OK out_value holds a value
+ * the caller owns (its own load's value, or a copy).
+ * Blocking: a waiter sleeps until the load it waits for finishes (however long the loader
+ * takes); never while holding the cache's mutex. Ownership: key is borrowed; ctx is the
+ * loader's. Thread-safe. */
+typedef int (*yyc_memcache_load_fn)(void *ctx, const void *key, size_t key_len,
+                                    void *out_value);
+YYC_API int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len,
+                                     size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                     void **out_value);
+YYC_API int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                            size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                            void *out_value);
+
 #ifdef __cplusplus
 }
 #endif
