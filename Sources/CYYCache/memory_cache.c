@@ -736,6 +736,13 @@ static inline bool expired_locked(yyc_memcache *c, const yyc__lru_node *n) {
            ttl_now() >= deadline;
 }
 
+/* Whether n has a deadline at or before now (under lock). */
+static bool expired_at_locked(yyc_memcache *c, const yyc__lru_node *n, double now) {
+    yyc__assert_held(&c->lock);
+    double deadline;
+    return c->expiry.live && yyc__expiry_deadline(&c->expiry, n, &deadline) && now >= deadline;
+}
+
 /* Unlinks the expired node n (under the lock), then unlocks; its value follows the release
  * policy, as a removed one's (released in a callback scope: the caller must not touch c after
  * this returns, since a release callback may have freed it). */
@@ -1521,6 +1528,48 @@ int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key
                                     void *out_value) {
     if (!c || !load || !out_value || !c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
     return get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
+}
+
+/* --- keys --- */
+
+int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys, size_t *out_count) {
+    if (out_keys) *out_keys = NULL;
+    if (out_count) *out_count = 0;
+    if (!c || !out_keys || !out_count) return YYC_EINVAL;
+    callback_scope scope;
+    scope_enter(&scope, c);
+    purge_expired(c, false); /* removed, and reported, as by a trim */
+    lock(c);
+    double now = c->expiry.live ? ttl_now() : 0; /* one clock reading for both passes */
+    size_t count = 0, bytes = 0;
+    for (yyc__lru_node *n = c->map.head; n; n = n->next) {
+        if (expired_at_locked(c, n, now)) continue; /* expired since the purge */
+        count++;
+        bytes += n->key_len;
+    }
+    int rc = YYC_OK;
+    if (count) {
+        yyc_memcache_key *keys = count <= (SIZE_MAX - bytes) / sizeof *keys
+                                     ? malloc(count * sizeof *keys + bytes)
+                                     : NULL;
+        if (keys) {
+            unsigned char *at = (unsigned char *)(keys + count);
+            size_t i = 0;
+            for (yyc__lru_node *n = c->map.head; n && i < count; n = n->next) {
+                if (expired_at_locked(c, n, now)) continue;
+                if (n->key_len) memcpy(at, n->key, n->key_len);
+                keys[i++] = (yyc_memcache_key){.bytes = at, .len = n->key_len};
+                at += n->key_len;
+            }
+            *out_keys = keys;
+            *out_count = count;
+        } else {
+            rc = YYC_ENOMEM;
+        }
+    }
+    unlock(c);
+    scope_exit(&scope);
+    return rc;
 }
 
 /* --- test hooks --- */

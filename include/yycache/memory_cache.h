@@ -466,6 +466,22 @@ YYC_API int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, si
                                             size_t cost, yyc_memcache_load_fn load, void *ctx,
                                             void *out_value);
 
+/* Keys: a snapshot of the live keys (expired entries excluded: they are removed, reported
+ * YYC_REMOVED_EXPIRED), in the eviction policy's order, first the entry the policy keeps
+ * longest: LRU: most recently used first. SIEVE and S3-FIFO: newest insertion first (their list
+ * order; a hit does not move an entry), and for S3-FIFO the small queue before the main queue.
+ * Not a hit: changes no order, time or statistic.
+ * On YYC_OK, *out_keys is an array of *out_count yyc_memcache_key (NULL when the count is 0)
+ * whose keys point into the same allocation: the caller frees it all with one yyc_free.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, out_keys or out_count), YYC_ENOMEM.
+ * Cost: O(n) under the lock (one pass to size, one to copy). Thread-safe. */
+typedef struct yyc_memcache_key {
+    const void *bytes; /* len bytes, not NUL-terminated (never NULL, also when len is 0) */
+    size_t len;
+} yyc_memcache_key;
+YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys,
+                                   size_t *out_count);
+
 #ifdef __cplusplus
 }
 #endif
