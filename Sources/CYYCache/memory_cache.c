@@ -1313,7 +1313,8 @@ typedef struct load_waiter {
  * lock); owned by the loader meanwhile. The key is copied after the struct. */
 struct yyc_memcache_flight {
     struct yyc_memcache_flight *next;
-    pthread_t loader;     /* the thread of begin_load (a get-or-load of the key from it: EBUSY) */
+    pthread_t loader;     /* the thread of begin_load */
+    bool blocking;        /* begun by a blocking caller (a blocking join from loader: EBUSY) */
     load_waiter *waiters; /* joined callers, newest first */
     size_t key_len;
     unsigned char key[];
@@ -1343,7 +1344,7 @@ static void copy_out_locked(yyc_memcache *c, void *dst, const void *src_slot) {
 }
 
 int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, void *out_value,
-                            yyc_memcache_loaded_fn done, void *done_ctx,
+                            yyc_memcache_loaded_fn done, void *done_ctx, bool blocking,
                             yyc_memcache_flight **out_flight) {
     if (out_flight) *out_flight = NULL;
     if (!c || !out_value || !out_flight || !done || (!key && key_len > 0)) return YYC_EINVAL;
@@ -1368,7 +1369,7 @@ int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, vo
         rc = YYC_OK;
     } else {
         struct yyc_memcache_flight *f = find_flight_locked(c, key, key_len);
-        if (f && pthread_equal(f->loader, pthread_self())) {
+        if (f && blocking && f->blocking && pthread_equal(f->loader, pthread_self())) {
             rc = YYC_EBUSY; /* the load of this key asks for it: it would wait for itself */
         } else if (f) {
             load_waiter *w = malloc(sizeof *w);
@@ -1384,7 +1385,7 @@ int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, vo
             f = malloc(sizeof *f + key_len);
             if (f) {
                 *f = (struct yyc_memcache_flight){.next = c->flights, .loader = pthread_self(),
-                                                  .key_len = key_len};
+                                                  .blocking = blocking, .key_len = key_len};
                 if (key_len) memcpy(f->key, key, key_len);
                 c->flights = f;
                 c->stats.misses++;
@@ -1488,7 +1489,8 @@ static int get_or_load_impl(yyc_memcache *c, const void *key, size_t key_len, si
     sync_waiter w = {.cache = c, .out_value = out_value};
     if (pthread_cond_init(&w.cond, NULL) != 0) return YYC_ENOMEM;
     yyc_memcache_flight *flight;
-    int rc = yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, &flight);
+    int rc = yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, true,
+                                     &flight);
     if (rc == YYC_NOTFOUND && flight) {
         double start = yyc__monotonic_now();
         rc = load(ctx, key, key_len, out_value);

@@ -404,9 +404,8 @@ YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
  *     transferred to the caller) or get_inline (the bytes copied into out_value); *out_flight
  *     is NULL.
  *   YYC_NOTFOUND with *out_flight set: no entry and no load under way: the caller is the loader.
- *     It must run its load (with no cache lock held; it may use the cache, but a get-or-load of
- *     the same key from the load itself returns YYC_EBUSY) and then call yyc_memcache_finish_load
- *     (or finish_load_inline) exactly once with the flight.
+ *     It must run its load (with no cache lock held; it may use the cache) and then call
+ *     yyc_memcache_finish_load (or finish_load_inline) exactly once with the flight.
  *   YYC_NOTFOUND with *out_flight NULL: another caller's load of key is under way and the caller
  *     waits for it: done(done_ctx, status, value, error) will be called exactly once, by the
  *     thread that finishes the load, with no lock held (possibly before begin_load returns).
@@ -414,9 +413,13 @@ YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
  *     a pointer cache's value pointer (retain it to keep it) or the address of an inline value's
  *     bytes (copy them); error is the loader's error object, borrowed for the call (NULL if it
  *     gave none).
- *   YYC_EBUSY: called from inside the load of this very key on this thread (it would wait for
- *     itself). YYC_EINVAL: NULL cache or out_value or out_flight, NULL key with key_len > 0, or
- *     done is NULL. Nothing else happened on these.
+ *   YYC_EBUSY: blocking is true, and the load under way was begun with blocking true on this
+ *     thread: the caller is inside that load (its loader asks for its own key) and would wait
+ *     for itself forever. YYC_ENOMEM. YYC_EINVAL: NULL cache or out_value or out_flight, NULL key
+ *     with key_len > 0, or done is NULL. Nothing else happened on these.
+ * blocking: whether the caller, if it joins, blocks its thread until done is called (as
+ *   yyc_memcache_get_or_load does); false for callers that suspend instead (async tasks, which
+ *   may share a thread with the loader without waiting for themselves).
  * Ownership: key is borrowed (a loader's key must stay valid until it finishes the load);
  * done_ctx is borrowed until done is called.
  *
@@ -437,7 +440,7 @@ typedef struct yyc_memcache_flight yyc_memcache_flight;
 typedef void (*yyc_memcache_loaded_fn)(void *done_ctx, int status, void *value, void *error);
 YYC_API int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len,
                                     void *out_value, yyc_memcache_loaded_fn done, void *done_ctx,
-                                    yyc_memcache_flight **out_flight);
+                                    bool blocking, yyc_memcache_flight **out_flight);
 YYC_API int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
                                      void *value, size_t cost, void *error, uint64_t load_ns);
 YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight,
