@@ -5,6 +5,8 @@
  */
 #include "policy_support.h"
 
+#include <stdatomic.h>
+
 bool yyc__memcache_check(yyc_memcache *c);
 void yyc__memcache_testing_advance_clock(double seconds);
 
@@ -144,7 +146,46 @@ static void every_key_of_a_large_cache_is_listed_once(void **state) {
     yyc_memcache_free(c);
 }
 
+static atomic_int entry_refs;
+static void *ref_retain(void *ctx, void *v) {
+    (void)ctx;
+    atomic_fetch_add(&entry_refs, 1);
+    return v;
+}
+static void ref_release(void *ctx, void *v) {
+    (void)ctx, (void)v;
+    atomic_fetch_sub(&entry_refs, 1);
+}
+
+static void entries_come_with_retained_values(void **state) {
+    (void)state;
+    yyc_value_callbacks cb = {ref_retain, ref_release, NULL};
+    yyc_memcache *c = NULL;
+    assert_int_equal(yyc_memcache_new(&cb, &c), YYC_OK);
+    yyc_memcache_set_release_asynchronously(c, false);
+    atomic_store(&entry_refs, 0);
+    assert_int_equal(yyc_memcache_set(c, "a", 1, (void *)1, 0), YYC_OK);
+    assert_int_equal(yyc_memcache_set(c, "bb", 2, (void *)2, 0), YYC_OK);
+    yyc_memcache_entry *entries;
+    size_t n;
+    assert_int_equal(yyc_memcache_copy_entries(c, &entries, &n), YYC_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(atomic_load(&entry_refs), 4); /* the cache's two and ours */
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal((intptr_t)entries[i].value, (intptr_t)entries[i].key_len);
+        ref_release(NULL, entries[i].value);
+    }
+    yyc_free(entries);
+    yyc_memcache_free(c);
+    assert_int_equal(atomic_load(&entry_refs), 0);
+    yyc_inline_value_type type = {.size = 4};
+    assert_int_equal(yyc_memcache_new_inline(&type, &c), YYC_OK);
+    assert_int_equal(yyc_memcache_copy_entries(c, &entries, &n), YYC_EINVAL);
+    yyc_memcache_free(c);
+}
+
 static const struct CMUnitTest every_policy[] = {
+    cmocka_unit_test(entries_come_with_retained_values),
     cmocka_unit_test(expired_entries_are_left_out_and_reported),
     cmocka_unit_test(an_empty_cache_has_no_keys),
     cmocka_unit_test(every_key_of_a_large_cache_is_listed_once),

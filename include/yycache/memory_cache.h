@@ -485,6 +485,18 @@ typedef struct yyc_memcache_key {
 YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys,
                                    size_t *out_count);
 
+/* yyc_memcache_copy_keys with the values (pointer caches): the same snapshot, where each
+ * entry's value holds a reference retained under the lock and transferred to the caller, who
+ * releases every one (then frees the array with one yyc_free).
+ * Returns: as yyc_memcache_copy_keys, and YYC_EINVAL for an inline cache. */
+typedef struct yyc_memcache_entry {
+    const void *key; /* key_len bytes in the array's allocation (never NULL) */
+    size_t key_len;
+    void *value;     /* retained for the caller */
+} yyc_memcache_entry;
+YYC_API int yyc_memcache_copy_entries(yyc_memcache *c, yyc_memcache_entry **out_entries,
+                                      size_t *out_count);
+
 #ifdef __cplusplus
 }
 #endif
