@@ -68,6 +68,9 @@
  *   - flights lists the loads under way (begin_load .. finish_load), at most one per key. */
 struct yyc_memcache {
     pthread_mutex_t lock;
+    /* memory_cache.h "Statistics". Next to the lock: the calls that count take it anyway, so the
+     * hot counters (hits, misses, insertions) share its cache lines instead of adding one. */
+    yyc_cache_statistics stats;
     yyc__lru_map map;
     size_t count_limit;
     size_t cost_limit;
@@ -105,7 +108,6 @@ struct yyc_memcache {
     yyc_memcache_removal_fn removal_fn; /* the removal listener, or NULL */
     void *removal_ctx;
     atomic_bool listening;         /* removal_fn != NULL, readable without the lock */
-    yyc_cache_statistics stats;    /* memory_cache.h "Statistics" */
     struct yyc_memcache_flight *flights; /* loads under way (begin_load) */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;

@@ -21,6 +21,9 @@
  * linked list in access order (head = most recently used), or in insertion order for the SIEVE
  * and S3-FIFO eviction policies (yyc_memcache_set_policy).
  *
+ * Beyond YYMemoryCache (sections at the end): a removal listener told why each entry left,
+ * exact statistics, single-flight loading (get-or-load) and snapshots of the keys.
+ *
  * Limits (count, cost, age) are soft, as in YYMemoryCache: count eviction happens during set
  * (one entry per set), cost eviction is deferred to the background worker, and an auto-trim
  * runs every auto_trim_interval seconds (default 5) in the order cost, count, age.
@@ -144,7 +147,7 @@ YYC_API void yyc_memcache_free(yyc_memcache *c);
 /* Called once the cache is gone: at the end of yyc_memcache_free, or of the call that ran a
  * callback which freed the cache (see yyc_memcache_free), on that thread. No callback of the
  * cache runs after it starts, so it may free the contexts of the value callbacks, of the inline
- * value type and of the event handlers. */
+ * value type, of the event handlers and of the removal listener. */
 typedef void (*yyc_memcache_free_fn)(void *ctx);
 
 /* Sets the free handler (NULL fn: none, the default). Thread-safe.
