@@ -212,6 +212,26 @@ static void reset_sets_every_counter_to_zero(void **state) {
     yyc_memcache_free(c);
 }
 
+static void replacements_and_evictions_are_counted_without_a_listener(void **state) {
+    (void)state;
+    yyc_memcache *c = NULL;
+    assert_int_equal(yyc_memcache_new(NULL, &c), YYC_OK);
+    yyc_memcache_set_count_limit(c, 2);
+    assert_int_equal(yyc_memcache_set(c, "a", 1, (void *)1, 0), YYC_OK);
+    assert_int_equal(yyc_memcache_set(c, "a", 1, (void *)2, 0), YYC_OK); /* replaced */
+    assert_int_equal(yyc_memcache_set(c, "b", 1, (void *)3, 0), YYC_OK);
+    assert_int_equal(yyc_memcache_set(c, "c", 1, (void *)4, 0), YYC_OK); /* evicts one */
+    yyc_memcache_handle_enter_background(c);                            /* two */
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_memcache_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.insertions, 4);
+    assert_int_equal(s.removals[YYC_REMOVED_REPLACED], 1);
+    assert_int_equal(s.removals[YYC_REMOVED_EVICTED], 1);
+    assert_int_equal(s.removals[YYC_REMOVED_MEMORY_PRESSURE], 2);
+    assert_int_equal(s.removals[YYC_REMOVED_EXPLICIT] + s.removals[YYC_REMOVED_EXPIRED], 0);
+    yyc_memcache_free(c);
+}
+
 static int slow_load(void *ctx, const void *key, size_t key_len, void *out_value) {
     (void)key, (void)key_len;
     struct timespec pause = {0, 2 * 1000 * 1000};
@@ -244,6 +264,7 @@ static const struct CMUnitTest every_policy[] = {
     cmocka_unit_test(an_expired_entry_is_a_miss),
     cmocka_unit_test(reset_sets_every_counter_to_zero),
     cmocka_unit_test(load_time_includes_every_loader_run),
+    cmocka_unit_test(replacements_and_evictions_are_counted_without_a_listener),
 };
 
 YYC_EVERY_POLICY_TEST_MAIN(every_policy)
