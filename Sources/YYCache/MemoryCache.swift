@@ -56,6 +56,12 @@ import CYYCache
 /// `Value: Sendable` (they send values to other threads). Setting either one on a cache created
 /// in a generic context switches it to the first behaviour.
 ///
+/// Keys live in the C core as bytes. ``keys`` and ``didRemoveValue`` rebuild keys of the
+/// library's own ``CacheKey`` types (`String`, `Substring`, `Int`, `Int64`, `UInt64`, `UUID`,
+/// `Data`, `[UInt8]`) from those bytes; a cache keyed by any other type keeps each key next to
+/// its value instead (every value is then boxed with its key: one allocation per set, as for
+/// large values).
+///
 /// Values stored inline are moved in and out of the C entries with `memcpy` only when Swift
 /// says the type is bitwise takable (most Swift types); other types (values holding a `weak`
 /// reference, C++ types with a copy or move constructor or a destructor, imported with C++
