@@ -27,6 +27,7 @@
 #define YYCACHE_YYCACHE_H
 
 #include "status.h"
+#include "removal_cause.h"
 #include "memory_cache.h"
 #include "memory_pressure.h"
 #include "kv_storage.h"
