@@ -78,6 +78,7 @@ struct yyc_diskcache {
     int64_t cost_limit;
     double age_limit;
     int64_t free_space_limit;
+    double default_ttl; /* seconds, INFINITY: none (disk_cache_expiry.c's sets) */
     char *name;
     bool logs;
     yyc_filename_fn filename_fn;
@@ -126,6 +127,8 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e);
 static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
+static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
+static int remove_expired_locked(yyc_diskcache *dc);
 
 /* --- locking and reporting --- */
 
@@ -395,6 +398,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     dc->cost_limit = INT64_MAX;
     dc->age_limit = DBL_MAX;
     dc->free_space_limit = 0;
+    dc->default_ttl = INFINITY;
     dc->interval = DEFAULT_AUTO_TRIM_INTERVAL;
     dc->state = OPENING;
     dc->refcount = 1; /* the opener's */
@@ -516,6 +520,7 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return false;
     if (lock_open(dc) != YYC_OK) return false;
     int rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
+    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
     unlock_and_deliver(dc);
     return rc == YYC_OK;
 }
@@ -528,6 +533,7 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
+    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -542,6 +548,7 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
     if (rc != YYC_OK) return rc;
     yyc_kv_item *item = NULL;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
+    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
     if (rc == YYC_OK && item->extended_len) {
         void *copy = malloc(item->extended_len);
         if (!copy) {
@@ -559,9 +566,10 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
 
 /* --- writes --- */
 
+/* ttl: seconds (INFINITY: never), or NAN for the core's default time to live. */
 static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                     const void *extended, size_t extended_len, const char *explicit_name,
-                    bool use_fn) {
+                    bool use_fn, double ttl) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
@@ -570,6 +578,7 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
         unlock_and_deliver(dc);
         return rc;
     }
+    if (isnan(ttl)) ttl = dc->default_ttl;
     yyc_kv_type type = dc->type;
     size_t threshold = dc->threshold;
     yyc_filename_fn fn = use_fn ? dc->filename_fn : NULL;
@@ -601,20 +610,28 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
     rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     if (bad_name) rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
-    else rc = yyc_kv_save(dc->kv, key, value, len, filename, extended, extended_len);
+    else rc = yyc__kv_save_with_expiry(dc->kv, key, value, len, filename, extended, extended_len,
+                                       yyc__kv_expiry_from_ttl(ttl));
     unlock_and_deliver(dc);
     return rc;
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                       const void *extended, size_t extended_len) {
-    return set_impl(dc, key, value, len, extended, extended_len, NULL, true);
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, NAN);
+}
+
+int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                               const void *extended, size_t extended_len, double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, ttl_seconds);
 }
 
 int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
                                     size_t len, const void *extended, size_t extended_len,
                                     const char *filename) {
-    return set_impl(dc, key, value, len, extended, extended_len, filename, false);
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, NAN);
 }
 
 void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx) {
@@ -745,7 +762,8 @@ int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = trim_count_locked(dc, count);
+    rc = remove_expired_locked(dc);
+    if (rc == YYC_OK) rc = trim_count_locked(dc, count);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -754,7 +772,8 @@ int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = trim_cost_locked(dc, cost);
+    rc = remove_expired_locked(dc);
+    if (rc == YYC_OK) rc = trim_cost_locked(dc, cost);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -763,7 +782,8 @@ int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = trim_age_locked(dc, seconds);
+    rc = remove_expired_locked(dc);
+    if (rc == YYC_OK) rc = trim_age_locked(dc, seconds);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -772,7 +792,8 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = trim_free_space_locked(dc, bytes);
+    rc = remove_expired_locked(dc);
+    if (rc == YYC_OK) rc = trim_free_space_locked(dc, bytes);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -785,11 +806,67 @@ static void auto_trim(void *arg) {
         unlock(&dc->lock);
         return;
     }
-    trim_cost_locked(dc, dc->cost_limit);
+    remove_expired_locked(dc);
+    if (dc->kv) trim_cost_locked(dc, dc->cost_limit);
     if (dc->kv) trim_count_locked(dc, dc->count_limit);
     if (dc->kv) trim_age_locked(dc, dc->age_limit);
     if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
     unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+}
+
+/* --- time to live (kv_expiry.c) --- */
+
+/* After a read found no live row for key: removes key's row if it has expired (the read that
+ * finds an entry expired removes it). Its errors are reported through the hook only: the read
+ * still answers that there is no value. Caller holds the lock; the core is open. */
+static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
+    yyc__assert_held(&dc->lock);
+    if (key_is_empty(key)) return;
+    yyc_error saved;
+    yyc_last_error(&saved);
+    bool removed = false;
+    yyc__kv_remove_if_expired(dc->kv, key, &removed);
+    yyc__error_restore(&saved);
+}
+
+/* Removes every expired entry (the first step of every trim and auto-trim). Caller holds the
+ * lock; the core is open. */
+static int remove_expired_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    return yyc__kv_remove_expired(dc->kv, NULL);
+}
+
+int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {
+    if (YYC__MISUSE(dc == NULL || out_seconds == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_seconds = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    int64_t expiry = 0;
+    rc = key_is_empty(key) ? YYC_NOTFOUND : yyc__kv_expiry_of(dc->kv, key, &expiry);
+    int64_t now = yyc__kv_now_ms();
+    if (rc == YYC_OK && expiry != 0 && expiry <= now) {
+        remove_if_expired_locked(dc, key);
+        rc = YYC_NOTFOUND;
+    }
+    if (rc == YYC_OK) *out_seconds = expiry == 0 ? INFINITY : (double)(expiry - now) / 1000.0;
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+void yyc_diskcache_set_default_time_to_live(yyc_diskcache *dc, double seconds) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->default_ttl = isnan(seconds) ? INFINITY : seconds < 0 ? 0 : seconds;
+    unlock(&dc->lock);
+}
+
+double yyc_diskcache_default_time_to_live(yyc_diskcache *dc) {
+    if (!dc) return INFINITY;
+    lock(&dc->lock);
+    double v = dc->default_ttl;
+    unlock(&dc->lock);
+    return v;
 }
 
 /* --- settings --- */

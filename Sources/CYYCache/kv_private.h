@@ -56,7 +56,50 @@ int yyc__kv_wal_size(yyc_kv *kv, int64_t *out);
  * YYC_OK or an error (YYC_EBUSY, YYC_ENOSPC, ...; the manifest is then unchanged). */
 int yyc__kv_vacuum(yyc_kv *kv);
 
+/* --- expiry (kv_expiry.c): a column of ours, unix milliseconds; NULL never expires --- */
+
+/* Now on the expiry clock: unix milliseconds (CLOCK_REALTIME, moved by the test clock). */
+int64_t yyc__kv_now_ms(void);
+
+/* The expiry of a row saved now with a time to live of ttl_seconds (>= 0; INFINITY: none):
+ * now plus the time to live rounded up to a millisecond, or 0 (none) for INFINITY or a time to
+ * live beyond the clock's range. Negative counts as 0 (expired at once). */
+int64_t yyc__kv_expiry_from_ttl(double ttl_seconds);
+
+/* yyc_kv_save, the row expiring at expiry_ms (unix ms; 0: never, exactly yyc_kv_save). A row
+ * expires when now >= its expiry: from then on no yyc_kv read returns it (item, info, value,
+ * the lists, exists). Returns: as yyc_kv_save, and YYC_EIO when the manifest has no expiry
+ * column (it could not be added at open; nothing is written). */
+int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                             const char *filename, const void *extended, size_t extended_len,
+                             int64_t expiry_ms);
+
+/* The expiry of key's row, expired or not (0: never). Returns YYC_OK, YYC_NOTFOUND (no row, or
+ * an empty key), errors. */
+int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms);
+
+/* Removes key's row (and file) if it has expired; *removed tells whether it did. One indexed
+ * read when the row is live or missing. Returns YYC_OK (also when nothing was expired) or an
+ * error. */
+int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed);
+
+/* Removes every expired row and its file (one index range per batch, under the folder lock as
+ * every removal; see yyc_kv_remove) and checkpoints when any went. *removed (may be NULL) gets
+ * the number of rows removed. Returns YYC_OK or an error (earlier batches stay removed). */
+int yyc__kv_remove_expired(yyc_kv *kv, int64_t *removed);
+
+/* The number of expired rows still in the manifest (one index range). Returns YYC_OK or an
+ * error (*out = 0). */
+int yyc__kv_count_expired(yyc_kv *kv, int64_t *out);
+
 #ifdef YYC_TESTING
+/* Testing: moves the expiry clock (yyc__kv_now_ms) forward by ms (backward if negative), for
+ * every storage of the process. Thread-safe. */
+void yyc__kv_testing_advance_clock(int64_t ms);
+/* Testing: stops the expiry clock where it is now (frozen true; only advance_clock moves it
+ * then), or lets it run again (false). Thread-safe. */
+void yyc__kv_testing_freeze_clock(bool frozen);
+
 /* Testing: whether the manifest connection is open now (false after a failed reopen). */
 bool yyc__kv_is_open(const yyc_kv *kv);
 

@@ -607,10 +607,6 @@ static int64_t column_cost(sqlite3_stmt *s, int col) {
     return v > 0 ? v : 0;
 }
 
-/* Lists candidate rows: prepares and binds the statement (rowid, filename, size, in the order
- * they are to go). *adhoc: finalize it instead of giving it back. */
-typedef int (*select_rows_fn)(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc);
-
 enum fit { FIT_NONE, FIT_COUNT, FIT_SIZE };
 
 /* What one deletion removes and what it removed. */
@@ -949,6 +945,14 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
     deletion d = {.select = select_lru, .limit = (size_t)limit, .one_step = true};
     int rc = delete_rows(kv, &d);
     *removed = d.removed;
+    return rc;
+}
+
+int yyc__kv_delete_selected(yyc_kv *kv, select_rows_fn select, const void *arg, size_t limit,
+                            int64_t *removed) {
+    deletion d = {.select = select, .arg = arg, .limit = limit};
+    int rc = delete_rows(kv, &d);
+    if (removed) *removed = d.removed;
     return rc;
 }
 
@@ -1346,7 +1350,8 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
-    int rc = yyc__kv_prepare(kv, SQL_EXISTS, &s);
+    bool with_crc;
+    int rc = yyc__kv_prepare2(kv, SQL_EXISTS, SQL_EXISTS_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = sqlite3_step(s);

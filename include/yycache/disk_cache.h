@@ -92,6 +92,43 @@ YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, 
 YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                               const void *extended, size_t extended_len);
 
+/* Time to live: expiry counted from the write, strict and per entry (the age limit is
+ * YYDiskCache's softer "since last access, enforced by trims").
+ * An entry stored with a time to live of t seconds expires t seconds after that set, rounded up
+ * to a millisecond, on the wall clock (CLOCK_REALTIME: the expiry is stored in the manifest, in
+ * a column of ours that YYKVStorage neither reads nor writes, so it holds after a reopen and
+ * for every process). From then on no call returns it or reports it present (get, contains,
+ * get_extended_data, time_to_live, and the yyc_kv reads of the same folder); the read that
+ * finds it expired removes it (a miss costs one more indexed read for this), and every trim
+ * (trim_to_count/cost/age/free_space, also one within its limit) and the auto-trim remove
+ * every expired entry first, through an index on the expiry (no scan of the entries that do
+ * not expire). A later set of the key replaces the time to live with its own (or with none).
+ * Rows written by YYKVStorage, or by a set without a time to live while the default is none,
+ * never expire. An entry with a time to live stays in the totals until it is removed.
+ *
+ * yyc_diskcache_set_with_ttl: yyc_diskcache_set with an explicit time to live in seconds: >= 0
+ * (0: expired at once: stored, never returned, removed by the next read or trim), or INFINITY
+ * (never expires, whatever the default).
+ * Returns: as yyc_diskcache_set, and YYC_EINVAL for a NaN or negative time to live (nothing
+ * stored), YYC_EIO when the manifest has no expiry column (it could not be added; nothing
+ * stored). Ownership: everything is copied. */
+YYC_API int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *value,
+                                       size_t len, const void *extended, size_t extended_len,
+                                       double ttl_seconds);
+
+/* The time to live every other set gets (yyc_diskcache_set, set_with_filename): seconds,
+ * INFINITY (the default) for none. Core-wide (shared by every holder of the core). Setting NaN
+ * means none; a negative value means 0. Entries already stored keep theirs. The getter returns
+ * INFINITY for a NULL cache. Takes only the core's mutex. */
+YYC_API void yyc_diskcache_set_default_time_to_live(yyc_diskcache *dc, double seconds);
+YYC_API double yyc_diskcache_default_time_to_live(yyc_diskcache *dc);
+
+/* The remaining time to live of key's entry, in seconds (> 0), or INFINITY if it has none. No
+ * access-time update. Returns: YYC_OK (*out_seconds set), YYC_NOTFOUND (no entry, an empty key,
+ * or an expired entry, which this call removes; *out_seconds = 0), errors. Ownership: key is
+ * borrowed. */
+YYC_API int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds);
+
 /* The same with an explicit file name for this write (used when the value goes to a file; NULL
  * or "" means md5(key)); overrides the core's file-name function. Returns and ownership as
  * yyc_diskcache_set (filename is copied). */
