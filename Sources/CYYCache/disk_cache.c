@@ -628,6 +628,14 @@ int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *v
     return set_impl(dc, key, value, len, extended, extended_len, NULL, true, ttl_seconds);
 }
 
+int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key, const void *value,
+                                            size_t len, const void *extended, size_t extended_len,
+                                            const char *filename, double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, ttl_seconds);
+}
+
 int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
                                     size_t len, const void *extended, size_t extended_len,
                                     const char *filename) {

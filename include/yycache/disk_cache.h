@@ -116,6 +116,13 @@ YYC_API int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const
                                        size_t len, const void *extended, size_t extended_len,
                                        double ttl_seconds);
 
+/* yyc_diskcache_set_with_filename with an explicit time to live, as yyc_diskcache_set_with_ttl
+ * takes it. Returns and ownership as those two. */
+YYC_API int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key,
+                                                    const void *value, size_t len,
+                                                    const void *extended, size_t extended_len,
+                                                    const char *filename, double ttl_seconds);
+
 /* The time to live every other set gets (yyc_diskcache_set, set_with_filename): seconds,
  * INFINITY (the default) for none. Core-wide (shared by every holder of the core). Setting NaN
  * means none; a negative value means 0. Entries already stored keep theirs. The getter returns
