@@ -87,6 +87,14 @@ struct yyc_diskcache {
     void *hook_ctx;
     yyc_error pending[PENDING_MAX]; /* reported under the lock, delivered after unlocking */
     int npending;
+    /* Removal events and statistics (disk_cache.c "removal events"): the listener, the
+     * removals queued under the lock for it (delivered after unlocking, like `pending`), and
+     * the counters. Invariant: nremoved <= capremoved; nremoved == 0 without a listener. */
+    yyc_diskcache_removal_fn removal_fn;
+    void *removal_ctx;
+    struct removal *removed;
+    size_t nremoved, capremoved;
+    yyc_cache_statistics stats;
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -102,6 +110,12 @@ struct yyc_diskcache {
 };
 
 enum reg_state { OPENING, READY, CLOSING, CLOSED, FAILED };
+
+/* A removed entry waiting for the listener: its key (owned) and why it left. */
+struct removal {
+    char *key;
+    yyc_removal_cause cause;
+};
 
 /* Every core that is being opened, is open or is being closed, by canonical path (at most one
  * per path). */
@@ -128,6 +142,9 @@ static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
+static void watch_locked(yyc_diskcache *dc);
+static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause);
+static void note_insertion_locked(yyc_diskcache *dc, const char *key);
 static int remove_expired_locked(yyc_diskcache *dc);
 
 /* --- locking and reporting --- */
@@ -207,6 +224,10 @@ typedef struct event_batch {
     void *ctx;
     int n;
     yyc_error events[PENDING_MAX];
+    yyc_diskcache_removal_fn removal_fn; /* and the removals, for the listener */
+    void *removal_ctx;
+    struct removal *removed; /* owned by the batch */
+    size_t nremoved;
 } event_batch;
 
 /* Caller holds the lock. Takes the queued events for the hook. Without a hook only the
@@ -216,6 +237,14 @@ static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
     b->hook = dc->hook;
     b->ctx = dc->hook_ctx;
     b->n = 0;
+    b->removal_fn = dc->removal_fn;
+    b->removal_ctx = dc->removal_ctx;
+    b->removed = dc->nremoved ? dc->removed : NULL;
+    b->nremoved = dc->nremoved;
+    if (dc->nremoved) {
+        dc->removed = NULL;
+        dc->nremoved = dc->capremoved = 0;
+    }
     if (b->hook) {
         b->n = dc->npending;
         memcpy(b->events, dc->pending, (size_t)b->n * sizeof *b->events);
@@ -231,10 +260,15 @@ static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
 /* Runs the hook on the taken events (no lock held; touches nothing of the core). The calling
  * thread's last error is kept: a library call in the hook that fails does not replace it. */
 static void deliver(const event_batch *b) {
-    if (b->n == 0) return;
+    if (b->n == 0 && b->nremoved == 0) return;
     yyc_error saved;
     yyc_last_error(&saved);
     for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);
+    for (size_t i = 0; i < b->nremoved; i++) {
+        if (b->removal_fn) b->removal_fn(b->removal_ctx, b->removed[i].key, b->removed[i].cause);
+        free(b->removed[i].key);
+    }
+    free(b->removed);
     yyc__error_restore(&saved);
 }
 
@@ -268,6 +302,8 @@ static yyc_kv_type type_for_threshold(size_t threshold) {
 }
 
 static void free_core(yyc_diskcache *dc) {
+    for (size_t i = 0; i < dc->nremoved; i++) free(dc->removed[i].key);
+    free(dc->removed);
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
     free(dc->name);
@@ -534,6 +570,8 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     if (rc != YYC_OK) return rc;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
     if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    if (rc == YYC_OK) dc->stats.hits++;
+    else if (rc == YYC_NOTFOUND) dc->stats.misses++;
     unlock_and_deliver(dc);
     return rc;
 }
@@ -612,6 +650,7 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
     if (bad_name) rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
     else rc = yyc__kv_save_with_expiry(dc->kv, key, value, len, filename, extended, extended_len,
                                        yyc__kv_expiry_from_ttl(ttl));
+    if (rc == YYC_OK) note_insertion_locked(dc, key);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -656,7 +695,9 @@ int yyc_diskcache_remove(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    watch_locked(dc);
     rc = key_is_empty(key) ? YYC_OK : yyc_kv_remove(dc->kv, key);
+    unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -665,7 +706,9 @@ int yyc_diskcache_remove_all(yyc_diskcache *dc) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    watch_locked(dc);
     rc = yyc_kv_remove_all(dc->kv);
+    unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -684,7 +727,9 @@ int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progres
         rc = lock_open(dc);
         if (rc != YYC_OK) return rc;
         int64_t n = 0;
+        watch_locked(dc);
         rc = yyc__kv_remove_lru_batch(dc->kv, YYC__KV_REMOVE_ALL_BATCH, &n);
+        unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
         unlock_and_deliver(dc);
         if (rc != YYC_OK) return rc;
         if (n == 0) break;
@@ -771,7 +816,9 @@ int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     rc = remove_expired_locked(dc);
+    watch_locked(dc);
     if (rc == YYC_OK) rc = trim_count_locked(dc, count);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -781,7 +828,9 @@ int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     rc = remove_expired_locked(dc);
+    watch_locked(dc);
     if (rc == YYC_OK) rc = trim_cost_locked(dc, cost);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -791,7 +840,9 @@ int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     rc = remove_expired_locked(dc);
+    watch_locked(dc);
     if (rc == YYC_OK) rc = trim_age_locked(dc, seconds);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -801,7 +852,9 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     rc = remove_expired_locked(dc);
+    watch_locked(dc);
     if (rc == YYC_OK) rc = trim_free_space_locked(dc, bytes);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -815,11 +868,99 @@ static void auto_trim(void *arg) {
         return;
     }
     remove_expired_locked(dc);
+    watch_locked(dc);
     if (dc->kv) trim_cost_locked(dc, dc->cost_limit);
     if (dc->kv) trim_count_locked(dc, dc->count_limit);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
+    watch_locked(dc);
     if (dc->kv) trim_age_locked(dc, dc->age_limit);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
+    watch_locked(dc);
     if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+}
+
+/* --- removal events and statistics (kv_removals.c) ---
+ *
+ * Every call that may remove rows runs them under a removal watch (watch_locked ...
+ * unwatch_locked with the cause): the storage records the key of each row its committed
+ * transactions deleted; each counts in stats.removals[cause] and, with a listener, is queued
+ * (the key copied) for delivery after the lock is released (unlock_and_deliver). A save that
+ * replaced a row of its key queues a YYC_REMOVED_REPLACED. Removals done by other processes are
+ * not seen. */
+
+static void queue_removal_locked(yyc_diskcache *dc, char *key, yyc_removal_cause cause) {
+    yyc__assert_held(&dc->lock);
+    dc->stats.removals[cause]++;
+    if (!dc->removal_fn) {
+        free(key);
+        return;
+    }
+    if (dc->nremoved == dc->capremoved) {
+        size_t cap = dc->capremoved ? dc->capremoved * 2 : 16;
+        struct removal *p = realloc(dc->removed, cap * sizeof *p);
+        if (!p) { /* (out of memory: the event is lost; the count is kept) */
+            free(key);
+            return;
+        }
+        dc->removed = p;
+        dc->capremoved = cap;
+    }
+    dc->removed[dc->nremoved++] = (struct removal){key, cause};
+}
+
+/* Caller holds the lock; the core is open. */
+static void watch_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->kv) yyc__kv_watch_removals(dc->kv);
+}
+
+static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause) {
+    yyc__assert_held(&dc->lock);
+    if (!dc->kv) return;
+    char **keys = NULL;
+    bool lost = false;
+    size_t n = yyc__kv_unwatch_removals(dc->kv, &keys, &lost);
+    for (size_t i = 0; i < n; i++) queue_removal_locked(dc, keys[i], cause);
+    free(keys);
+}
+
+/* A save of key succeeded: one insertion, and the row it replaced (if any) left. */
+static void note_insertion_locked(yyc_diskcache *dc, const char *key) {
+    yyc__assert_held(&dc->lock);
+    dc->stats.insertions++;
+    if (!yyc__kv_last_save_replaced(dc->kv)) return;
+    char *copy = dc->removal_fn ? strdup(key) : NULL;
+    if (dc->removal_fn && !copy) {
+        dc->stats.removals[YYC_REMOVED_REPLACED]++; /* counted, not delivered */
+        return;
+    }
+    queue_removal_locked(dc, copy, YYC_REMOVED_REPLACED);
+}
+
+void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
+                                        void *ctx) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->removal_fn = fn;
+    dc->removal_ctx = ctx;
+    unlock(&dc->lock); /* (nothing is queued between calls: each delivers its own) */
+}
+
+int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out) {
+    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    lock(&dc->lock);
+    *out = dc->stats;
+    unlock(&dc->lock);
+    return YYC_OK;
+}
+
+void yyc_diskcache_reset_statistics(yyc_diskcache *dc) {
+    if (!dc) return;
+    lock(&dc->lock);
+    memset(&dc->stats, 0, sizeof dc->stats);
+    unlock(&dc->lock);
 }
 
 /* --- time to live (kv_expiry.c) --- */
@@ -833,7 +974,9 @@ static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
     yyc_error saved;
     yyc_last_error(&saved);
     bool removed = false;
+    watch_locked(dc);
     yyc__kv_remove_if_expired(dc->kv, key, &removed);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
     yyc__error_restore(&saved);
 }
 
@@ -841,7 +984,10 @@ static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
  * lock; the core is open. */
 static int remove_expired_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
-    return yyc__kv_remove_expired(dc->kv, NULL);
+    watch_locked(dc);
+    int rc = yyc__kv_remove_expired(dc->kv, NULL);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
+    return rc;
 }
 
 int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {

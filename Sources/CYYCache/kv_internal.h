@@ -135,6 +135,19 @@
 
 /* --- the object --- */
 
+/* The keys of the manifest rows deleted by this connection while the watch is on (SQLite's
+ * preupdate hook), kept once their transaction committed (commit and rollback hooks).
+ * Invariants: committed <= n <= cap; at_commit <= n while commit_seen. */
+typedef struct yyc__kv_removal_watch {
+    bool on;
+    char **keys;      /* NUL-terminated copies, n of them */
+    size_t n, cap;
+    size_t committed; /* keys[0..committed) belong to committed transactions */
+    size_t at_commit; /* n when the commit hook last ran (commit_seen) */
+    bool commit_seen; /* a commit started and no rollback followed it (yet) */
+    bool lost;        /* a key could not be copied (out of memory) */
+} yyc__kv_removal_watch;
+
 /* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
  * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
  * could not be recreated); data_checked only while lock_depth > 0; save_dir_fd is -1 outside
@@ -192,6 +205,9 @@ struct yyc_kv {
     const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
     bool old_row_failed;       /* the hook could not read the replaced row */
     char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
+    bool replaced_row;         /* the hook saw the key's previous row deleted (a replacement) */
+    /* [caller] The keys of the rows deleted while a removal watch is on (kv_removals.c). */
+    yyc__kv_removal_watch watch;
     /* [caller] */
     int lock_depth;       /* folder_lock nesting; > 0: this process holds the folder flock */
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */

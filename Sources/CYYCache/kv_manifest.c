@@ -367,6 +367,7 @@ static int db_open_once(yyc_kv *kv) {
     kv->use_old_row_hook = !lookup_forced && old_row_hook_available() &&
                            find_manifest_columns(db, &kv->col_key, &kv->col_filename);
     kv->db = db;
+    yyc__kv_watch_attach(kv);
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
     return YYC_OK;

@@ -92,6 +92,24 @@ int yyc__kv_remove_expired(yyc_kv *kv, int64_t *removed);
  * error (*out = 0). */
 int yyc__kv_count_expired(yyc_kv *kv, int64_t *out);
 
+/* --- removal watch (kv_removals.c): which keys a call removed --- */
+
+/* Starts recording the key of every manifest row this storage deletes (any removal, trim or
+ * remove-all; not saves), keeping only those whose transaction commits. Needs SQLite's
+ * preupdate hook (yyc__kv_can_watch_removals); without it nothing is recorded. Not nested. */
+void yyc__kv_watch_removals(yyc_kv *kv);
+/* Stops recording; *keys gets the recorded keys (transferred: free each, then the array;
+ * NULL when none) and the count is returned. *lost: a key could not be recorded (out of
+ * memory), so the count may be short. */
+size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost);
+/* Re-installs the watch's hooks on a connection opened while it is on (the manifest's
+ * reopen). */
+void yyc__kv_watch_attach(yyc_kv *kv);
+/* Whether the removal watch works here (the linked SQLite has the preupdate hook). */
+bool yyc__kv_can_watch_removals(const yyc_kv *kv);
+/* Whether the last yyc_kv_save replaced a row of its key (false without the preupdate hook). */
+bool yyc__kv_last_save_replaced(const yyc_kv *kv);
+
 #ifdef YYC_TESTING
 /* Testing: moves the expiry clock (yyc__kv_now_ms) forward by ms (backward if negative), for
  * every storage of the process. Thread-safe. */

@@ -392,6 +392,7 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
     if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len ||
         memcmp(old_key, kv->hook_key, key_len))
         return; /* not the key's row (only a trigger someone added could delete another) */
+    kv->replaced_row = true;
     const char *name = NULL;
     if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
     if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
@@ -404,6 +405,7 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
 static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what) {
     kv->hook_key = key;
     kv->old_row_failed = false;
+    kv->replaced_row = false;
     kv->old_filename[0] = '\0';
     sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
     int rc = yyc__kv_step_done(kv, s, what);

@@ -34,6 +34,7 @@
 #define YYCACHE_DISK_CACHE_H
 
 #include "kv_storage.h"
+#include "removal_cause.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -211,6 +212,40 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * copy of it (transferred, yyc_free; NULL if none or out of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
 YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
+
+/* Removal events: a listener called once for every entry that a call of this process removes
+ * from the core, with its key and why it left (yyc_removal_cause): YYC_REMOVED_EXPLICIT
+ * (remove, remove_all and remove_all_progress: one per entry), YYC_REMOVED_REPLACED (a set of
+ * a key that had a row, also an expired one no read had removed yet), YYC_REMOVED_EXPIRED (its
+ * time to live, found by a read or removed by a trim or the auto-trim; the age limit and
+ * trim_to_age), YYC_REMOVED_EVICTED (the count, cost and free-space limits, trim_to_count,
+ * trim_to_cost, trim_to_free_space).
+ * When: after the removal committed, with no lock held, on the thread of the call that removed
+ * it (the background worker for the auto-trim), before that call returns; so the listener may
+ * call into the cache. Exactly once per removed entry (a deletion rolled back and retried, on a
+ * full disk, is reported once); removals by other processes sharing the folder, rows a read
+ * drops because their file or checksum is damaged, and the entries of a manifest rebuilt
+ * because it was corrupt are not reported. Needs SQLite's preupdate hook (the Debian and
+ * Apple builds have it); without it there are no events and the removal counts stay 0.
+ * Arguments: key is borrowed for the call. An event whose key could not be copied (out of
+ * memory) is not delivered (it is counted).
+ * yyc_diskcache_set_removal_listener installs fn (NULL: none, the default) with ctx, core-wide
+ * (every holder of the core shares it). Takes only the core's mutex. Ownership: ctx is borrowed
+ * until the listener is replaced and every call that took the old one has returned. */
+typedef void (*yyc_diskcache_removal_fn)(void *ctx, const char *key, yyc_removal_cause cause);
+YYC_API void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
+                                                void *ctx);
+
+/* Statistics (yyc_cache_statistics in removal_cause.h) of the core in this process, shared by
+ * every holder, counted under the core's mutex by the calls that already hold it: exact, no
+ * extra lock. get: one hit or one miss (an expired entry is a miss); contains,
+ * get_extended_data and time_to_live count nothing. Every set that stored a value is an
+ * insertion; removals are counted by cause as the listener would report them (listener or
+ * not). yyc_diskcache_statistics copies a snapshot (also after close). Returns: YYC_OK,
+ * YYC_EINVAL (NULL argument). yyc_diskcache_reset_statistics sets every counter to 0 (NULL is
+ * fine). Both take only the core's mutex. */
+YYC_API int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out);
+YYC_API void yyc_diskcache_reset_statistics(yyc_diskcache *dc);
 
 #ifdef __cplusplus
 }
