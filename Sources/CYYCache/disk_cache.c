@@ -948,6 +948,14 @@ void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal
     unlock(&dc->lock); /* (nothing is queued between calls: each delivers its own) */
 }
 
+void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc) {
+    if (!dc) return NULL;
+    lock(&dc->lock);
+    void *ctx = dc->removal_fn ? dc->removal_ctx : NULL;
+    unlock(&dc->lock);
+    return ctx;
+}
+
 int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out) {
     if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     lock(&dc->lock);

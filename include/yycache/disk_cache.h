@@ -235,6 +235,9 @@ YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
 typedef void (*yyc_diskcache_removal_fn)(void *ctx, const char *key, yyc_removal_cause cause);
 YYC_API void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
                                                 void *ctx);
+/* The ctx of the installed listener (borrowed), or NULL when none is installed (or for a NULL
+ * cache). Takes only the core's mutex. */
+YYC_API void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc);
 
 /* Statistics (yyc_cache_statistics in removal_cause.h) of the core in this process, shared by
  * every holder, counted under the core's mutex by the calls that already hold it: exact, no
