@@ -110,6 +110,34 @@ bool yyc__kv_can_watch_removals(const yyc_kv *kv);
 /* Whether the last yyc_kv_save replaced a row of its key (false without the preupdate hook). */
 bool yyc__kv_last_save_replaced(const yyc_kv *kv);
 
+/* --- entries a page at a time (kv_entries.c) --- */
+
+/* Where a walk of the entries is: after the row (last_access_time, rowid); not started: at
+ * the beginning. */
+typedef struct yyc__kv_cursor {
+    bool started;
+    int64_t last_access_time;
+    int64_t rowid;
+} yyc__kv_cursor;
+
+/* One entry of a page; key and filename (NULL: inline) are owned (yyc__kv_entries_clear). */
+typedef struct yyc__kv_entry {
+    int64_t rowid;
+    char *key;
+    char *filename;
+    int64_t size, modification_time, last_access_time;
+    int64_t expiry_ms; /* 0: none */
+} yyc__kv_entry;
+
+/* The next page of at most max live entries after *cursor, least recently used first (ties by
+ * rowid), into out[0..*n); *cursor moves past them; *more: the page was full (entries may
+ * follow). One indexed query; nothing stays open after it. Rows with a key that is not text
+ * are skipped. Returns YYC_OK or an error (*n = 0, *cursor unchanged). */
+int yyc__kv_entries_page(yyc_kv *kv, yyc__kv_cursor *cursor, size_t max, yyc__kv_entry *out,
+                         size_t *n, bool *more);
+/* Frees the strings of entries[0..n). */
+void yyc__kv_entries_clear(yyc__kv_entry *entries, size_t n);
+
 #ifdef YYC_TESTING
 /* Testing: moves the expiry clock (yyc__kv_now_ms) forward by ms (backward if negative), for
  * every storage of the process. Thread-safe. */

@@ -250,6 +250,43 @@ YYC_API void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc);
 YYC_API int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out);
 YYC_API void yyc_diskcache_reset_statistics(yyc_diskcache *dc);
 
+/* Enumeration: the live entries (expired ones are left out), least recently used first (ties:
+ * oldest row first), a page of at most 256 entries at a time: each page is read under the
+ * core's lock in one indexed query, and entries are handed out with no lock held, so a walk of
+ * any size holds bounded memory and never holds the lock for more than one page; other calls
+ * (writers too) proceed between pages. Not a snapshot: an entry written or accessed during the
+ * walk (its access time then moves behind the cursor) may be seen again, or not at all if it is
+ * removed before its page is read. No access-time update. Rows whose key is not text are
+ * skipped. */
+typedef struct yyc_diskcache_entry {
+    const char *key;           /* NUL-terminated */
+    const char *filename;      /* NULL when the value is inline */
+    int64_t size;              /* bytes, as the manifest records it */
+    int64_t modification_time; /* unix seconds */
+    int64_t last_access_time;  /* unix seconds */
+    int64_t expiry_ms;         /* unix milliseconds; 0: never expires */
+} yyc_diskcache_entry;
+
+typedef struct yyc_diskcache_iter yyc_diskcache_iter;
+
+/* Starts a walk. Returns: YYC_OK (*out transferred: free with yyc_diskcache_iter_free; it holds
+ * a reference to the core), YYC_ECLOSED, YYC_ENOMEM, YYC_EINVAL (NULL argument). */
+YYC_API int yyc_diskcache_iter_open(yyc_diskcache *dc, yyc_diskcache_iter **out);
+/* The next entry. Returns: YYC_OK (*out borrowed: valid until the next call on the iterator or
+ * its free), YYC_NOTFOUND at the end, YYC_ECLOSED (the core was closed during the walk),
+ * errors. May touch the disk (a new page). An iterator is not thread-safe: one thread at a
+ * time. */
+YYC_API int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **out);
+/* Ends a walk (drops its reference to the core). NULL is fine. */
+YYC_API void yyc_diskcache_iter_free(yyc_diskcache_iter *it);
+
+/* Calls fn for every entry of a walk (see above), with no lock held, on the calling thread; fn
+ * may call the cache. A non-zero return of fn stops the walk and is returned. Returns: YYC_OK,
+ * fn's value, the errors of the iterator (YYC_ECLOSED...). Ownership: the entry is borrowed for
+ * the call; ctx is borrowed. */
+typedef int (*yyc_diskcache_entry_fn)(void *ctx, const yyc_diskcache_entry *entry);
+YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_fn fn, void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
