@@ -95,6 +95,8 @@ struct yyc_diskcache {
     struct removal *removed;
     size_t nremoved, capremoved;
     yyc_cache_statistics stats;
+    struct flight *flights; /* loads under way (get_or_load), guarded by flights_lock */
+    pthread_mutex_t flights_lock;
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -306,6 +308,7 @@ static void free_core(yyc_diskcache *dc) {
     free(dc->removed);
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
+    pthread_mutex_destroy(&dc->flights_lock);
     free(dc->name);
     free(dc->path);
     free(dc);
@@ -427,6 +430,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     }
     lock_init(&dc->lock);
     lock_init(&dc->timer_lock);
+    lock_init(&dc->flights_lock);
     dc->path = canon;
     dc->threshold = inline_threshold;
     dc->type = type_for_threshold(inline_threshold);
@@ -1072,6 +1076,165 @@ int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_fn fn, v
 /* Testing: the most entries the iterator held at once. */
 size_t yyc__diskcache_iter_max_buffered(const yyc_diskcache_iter *it);
 size_t yyc__diskcache_iter_max_buffered(const yyc_diskcache_iter *it) { return it->max_buffered; }
+#endif
+
+/* --- loading with single flight ---
+ *
+ * A flight is one load of one key under way; callers that miss on a key with a flight wait on
+ * the flight's condition (with flights_lock, never the core's lock) and get a copy of its
+ * value. Lock order: flights_lock is never held together with the core's lock, and never while
+ * user code (the loader) runs. Invariant: a flight is in dc->flights until done; it is freed
+ * by whoever leaves it done with no waiter. */
+
+struct flight {
+    char *key;
+    long waiters;
+    bool done;
+    int status;
+    void *value; /* a copy for the waiters (done, status YYC_OK, waiters > 0) */
+    size_t len;
+    pthread_cond_t finished;
+    struct flight *next;
+};
+
+static void free_flight(struct flight *f) {
+    pthread_cond_destroy(&f->finished);
+    free(f->value);
+    free(f->key);
+    free(f);
+}
+
+/* Counts a finished load (core lock taken here). */
+static void count_load(yyc_diskcache *dc, bool ok, uint64_t ns) {
+    lock(&dc->lock);
+    if (ok) dc->stats.loads++;
+    else dc->stats.load_failures++;
+    dc->stats.total_load_time_ns += ns;
+    unlock(&dc->lock);
+}
+
+void yyc_diskcache_count_load(yyc_diskcache *dc, bool ok, uint64_t load_ns) {
+    if (dc) count_load(dc, ok, load_ns);
+}
+
+/* Waits for f (caller holds flights_lock and counted itself in f->waiters); copies its result. */
+static int wait_flight_locked(yyc_diskcache *dc, struct flight *f, void **out, size_t *len) {
+    yyc__assert_held(&dc->flights_lock);
+    while (!f->done) {
+        int rc = pthread_cond_wait(&f->finished, &dc->flights_lock);
+        assert(rc == 0);
+        (void)rc;
+    }
+    int status = f->status;
+    if (status == YYC_OK && f->len) {
+        *out = malloc(f->len);
+        if (*out) {
+            memcpy(*out, f->value, f->len);
+            *len = f->len;
+        } else {
+            status = YYC_ENOMEM;
+        }
+    }
+    bool last = --f->waiters == 0;
+    if (last) free_flight(f); /* done flights are out of the list */
+    return status;
+}
+
+int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_load_fn load,
+                              void *ctx, void **out_value, size_t *out_len) {
+    if (YYC__MISUSE(dc == NULL || load == NULL || out_value == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_value = NULL;
+    *out_len = 0;
+    if (key_is_empty(key)) return yyc__error(YYC_EINVAL, 0, 0, "empty key");
+    int rc = yyc_diskcache_get(dc, key, out_value, out_len); /* a hit or a miss */
+    if (rc != YYC_NOTFOUND) return rc;
+
+    lock(&dc->flights_lock);
+    struct flight *f = dc->flights;
+    while (f && strcmp(f->key, key) != 0) f = f->next;
+    if (f) { /* another caller loads it: wait for its result */
+        f->waiters++;
+        rc = wait_flight_locked(dc, f, out_value, out_len);
+        unlock(&dc->flights_lock);
+        if (rc != YYC_OK) yyc__error(rc, 0, 0, "the load this call waited for failed");
+        return rc;
+    }
+    f = calloc(1, sizeof *f);
+    char *key_copy = f ? strdup(key) : NULL;
+    if (!key_copy) {
+        unlock(&dc->flights_lock);
+        free(f);
+        return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate a load");
+    }
+    f->key = key_copy;
+    pthread_cond_init(&f->finished, NULL);
+    f->next = dc->flights;
+    dc->flights = f;
+    unlock(&dc->flights_lock);
+
+    /* A load that finished between our miss and our flight stored its value: use it. */
+    rc = yyc_diskcache_get(dc, key, out_value, out_len);
+    bool loaded = false;
+    if (rc == YYC_NOTFOUND) {
+        double start = yyc__monotonic_now();
+        void *value = NULL;
+        size_t len = 0;
+        rc = load(ctx, key, &value, &len); /* no lock held */
+        if (rc == YYC_NOTFOUND) rc = YYC_EIO; /* (a loader has no "miss") */
+        if (rc == YYC_OK && !value && len) rc = YYC_EINVAL;
+        uint64_t ns = (uint64_t)((yyc__monotonic_now() - start) * 1e9);
+        count_load(dc, rc == YYC_OK, ns);
+        if (rc == YYC_OK) rc = yyc_diskcache_set(dc, key, value, len, NULL, 0);
+        if (rc == YYC_OK) {
+            *out_value = len ? value : NULL;
+            *out_len = len;
+            if (!len) free(value);
+        } else {
+            free(value);
+        }
+        loaded = true;
+    }
+    yyc_error failure;
+    if (rc != YYC_OK) yyc_last_error(&failure);
+
+    lock(&dc->flights_lock);
+    for (struct flight **p = &dc->flights; *p; p = &(*p)->next)
+        if (*p == f) {
+            *p = f->next;
+            break;
+        }
+    f->done = true;
+    f->status = rc;
+    if (rc == YYC_OK && f->waiters && *out_len) {
+        f->value = malloc(*out_len);
+        if (f->value) {
+            memcpy(f->value, *out_value, *out_len);
+            f->len = *out_len;
+        } else {
+            f->status = YYC_ENOMEM;
+        }
+    }
+    pthread_cond_broadcast(&f->finished);
+    bool gone = f->waiters == 0;
+    unlock(&dc->flights_lock);
+    if (gone) free_flight(f);
+    if (rc != YYC_OK && loaded)
+        yyc__error(failure.code, failure.sqlite_code, failure.sys_errno, "%s", failure.message);
+    return rc;
+}
+
+#ifdef YYC_TESTING
+/* Testing: how many callers wait for the load of key under way (-1: none under way). */
+long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key);
+long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key) {
+    lock(&dc->flights_lock);
+    long n = -1;
+    for (struct flight *f = dc->flights; f; f = f->next)
+        if (!strcmp(f->key, key)) n = f->waiters;
+    unlock(&dc->flights_lock);
+    return n;
+}
 #endif
 
 /* --- time to live (kv_expiry.c) --- */

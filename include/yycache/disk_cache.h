@@ -287,6 +287,35 @@ YYC_API void yyc_diskcache_iter_free(yyc_diskcache_iter *it);
 typedef int (*yyc_diskcache_entry_fn)(void *ctx, const yyc_diskcache_entry *entry);
 YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_fn fn, void *ctx);
 
+/* Loading with single flight. load(ctx, key, out_value, out_len) produces key's value: it
+ * returns YYC_OK with *out_value a buffer allocated with malloc (transferred to the cache; may
+ * be NULL when *out_len is 0), or an error status (nothing is stored; YYC_NOTFOUND counts as
+ * YYC_EIO). It runs on the calling thread with no lock held and may use the cache.
+ * yyc_diskcache_get_or_load reads key (as yyc_diskcache_get: a hit, or a miss - an expired entry
+ * is removed, reported YYC_REMOVED_EXPIRED, and is a miss); on a miss, concurrent callers of
+ * the same key in this process run load once: the first runs it and stores its value (as
+ * yyc_diskcache_set, with the default time to live), the others sleep on a condition of the
+ * load (never on the core's lock; callers of other keys are not delayed) and receive a copy of
+ * its value or its error status. A failed load stores nothing; the next call loads again.
+ * Other processes are not coordinated with (each may load once).
+ * Returns: YYC_OK (*out_value transferred: free with yyc_free; NULL when *out_len is 0), the
+ * load's error (or the store's), YYC_EINVAL (NULL argument, empty key, a loader that returned
+ * NULL with a length), YYC_ENOMEM, errors of the read.
+ * Blocking: touches the disk; a waiter sleeps until the load it waits for finishes (however
+ * long the loader takes). A loader that calls get_or_load for its own key deadlocks.
+ * Statistics: the read counts a hit or a miss; the caller that runs the loader adds one load or
+ * load failure and its duration. */
+typedef int (*yyc_diskcache_load_fn)(void *ctx, const char *key, void **out_value,
+                                     size_t *out_len);
+YYC_API int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key,
+                                      yyc_diskcache_load_fn load, void *ctx, void **out_value,
+                                      size_t *out_len);
+
+/* For callers that load on their own on top of get and set (the Swift overlay's async loader):
+ * counts one finished load (ok) or load failure, and its duration, in the statistics. NULL is
+ * fine. Takes only the core's mutex. */
+YYC_API void yyc_diskcache_count_load(yyc_diskcache *dc, bool ok, uint64_t load_ns);
+
 #ifdef __cplusplus
 }
 #endif
