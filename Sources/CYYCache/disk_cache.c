@@ -1264,6 +1264,15 @@ static int remove_expired_locked(yyc_diskcache *dc) {
     return rc;
 }
 
+int yyc_diskcache_trim_expired(yyc_diskcache *dc) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = remove_expired_locked(dc);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
 int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {
     if (YYC__MISUSE(dc == NULL || out_seconds == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");

@@ -131,6 +131,11 @@ YYC_API int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const cha
 YYC_API void yyc_diskcache_set_default_time_to_live(yyc_diskcache *dc, double seconds);
 YYC_API double yyc_diskcache_default_time_to_live(yyc_diskcache *dc);
 
+/* Removes every expired entry (and nothing else), as every trim does first: one index range
+ * per batch of 256, under the folder lock like every removal. Returns: YYC_OK, errors (earlier
+ * batches stay removed). */
+YYC_API int yyc_diskcache_trim_expired(yyc_diskcache *dc);
+
 /* The remaining time to live of key's entry, in seconds (> 0), or INFINITY if it has none. No
  * access-time update. Returns: YYC_OK (*out_seconds set), YYC_NOTFOUND (no entry, an empty key,
  * or an expired entry, which this call removes; *out_seconds = 0), errors. Ownership: key is
