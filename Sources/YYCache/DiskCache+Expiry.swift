@@ -134,4 +134,20 @@ extension DiskCache {
     static func ttlDuration(seconds: Double) -> Duration? {
         seconds.isFinite ? .seconds(seconds) : nil
     }
+
+    /// The bytes stored for `key` (as `data(forKey:)`, refreshing the access time) and
+    /// the time the entry has left to live (`.infinity`: none), read one after the other; `nil`
+    /// on a miss. For the two-level cache's back-fill.
+    /// An entry that is gone by the second read (expired or removed meanwhile) has 0 left.
+    func dataAndTimeToLive(forKey key: String) throws -> (Data, Double)? {
+        guard let data = try data(forKey: key) else { return nil }
+        let seconds = try withCore { core -> Double in
+            var seconds = 0.0
+            let status = key.withCString { yyc_diskcache_time_to_live(core, $0, &seconds) }
+            if status == 1 { return 0 }  // YYC_NOTFOUND: gone since the read
+            try CacheError.check(status)
+            return seconds
+        }
+        return (data, seconds)
+    }
 }
