@@ -22,6 +22,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +136,16 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     size_t len = 0;
     int rc = yyc_diskcache_get(c->disk, key, &value, &len);
     if (rc != YYC_OK) return rc;
-    /* Back-fill the memory tier unless a set or remove came in since the disk read began. A
-     * failed or refused back-fill loses nothing. */
-    bytes *b = bytes_new(value, len);
+    /* Back-fill the memory tier unless a set or remove came in since the disk read began,
+     * with the disk entry's remaining time to live (none: never), so that memory never serves
+     * a value the disk has let expire. A failed or refused back-fill loses nothing; an entry
+     * gone from disk since the read (expired) is not filled. */
+    double ttl = INFINITY;
+    bytes *b = yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len)
+                                                                        : NULL;
     if (b) {
-        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, NULL);
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                NULL);
         bytes_release(NULL, b);
     }
     *out_value = value;
@@ -147,7 +153,8 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     return YYC_OK;
 }
 
-int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) {
+/* ttl: seconds for both tiers (INFINITY: never), or NAN for each tier's default. */
+static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len, double ttl) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: empty key");
     if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
@@ -155,7 +162,8 @@ int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) 
     bytes *b = bytes_new(value, len);
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
     uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
-    int rc = yyc_diskcache_set(c->disk, key, value, len, NULL, 0);
+    int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
+                        : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
     if (rc != YYC_OK) {
         /* The disk keeps its previous value. Memory forgets the key, unless a newer write came
          * in meanwhile (then what memory holds is that write's, or nothing). */
@@ -167,12 +175,27 @@ int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) 
                           saved.message);
     }
     bool stored = false;
-    yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    if (isnan(ttl))
+        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    else
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                &stored);
     bytes_release(NULL, b);
     /* Another write on the key (or out of memory): which value the disk kept last is unknown
      * here, so memory forgets the key and the next read takes the disk's. */
     if (!stored) yyc_memcache_remove(c->memory, key, key_len);
     return YYC_OK;
+}
+
+int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) {
+    return set_impl(c, key, value, len, NAN);
+}
+
+int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, size_t len,
+                           double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set_with_ttl: negative or NaN time to live");
+    return set_impl(c, key, value, len, ttl_seconds);
 }
 
 bool yyc_cache_contains(yyc_cache *c, const char *key) {

@@ -60,6 +60,13 @@ YYC_API int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_
  * the disk). Returns: YYC_OK, YYC_EINVAL (NULL cache or key, empty key, NULL value with
  * len > 0), YYC_ENOMEM, errors of the disk tier. Ownership: key and value are copied. */
 YYC_API int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len);
+/* yyc_cache_set with a time to live for both tiers, in seconds (>= 0; INFINITY: never, whatever
+ * the tiers' defaults), counted from now. A later get that fills memory from disk (here or
+ * after a yyc_cache_set) gives the memory entry the disk entry's remaining time to live, so
+ * memory never serves a value the disk has let expire. Returns: as yyc_cache_set, and
+ * YYC_EINVAL for a NaN or negative time to live (nothing stored). */
+YYC_API int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, size_t len,
+                                   double ttl_seconds);
 /* Memory or disk; changes neither LRU order nor access time. false for a NULL cache or key, an
  * empty key, or a disk error. */
 YYC_API bool yyc_cache_contains(yyc_cache *c, const char *key);
