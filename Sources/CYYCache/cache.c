@@ -32,6 +32,9 @@
 struct yyc_cache {
     yyc_memcache *memory;
     yyc_diskcache *disk;
+    /* yyc_cache_statistics' own counters (relaxed atomics: exact, no lock): reads served by
+     * either tier, by neither, and values stored through this cache. */
+    atomic_uint_fast64_t hits, misses, insertions;
 };
 
 typedef struct bytes {
@@ -116,6 +119,15 @@ static int copy_out(const bytes *b, void **out_value, size_t *out_len) {
     return YYC_OK;
 }
 
+/* A read that reached the disk tier: served by it, or by neither tier. */
+static void count_read(yyc_cache *c, int rc) {
+    if (rc == YYC_OK) atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    else if (rc == YYC_NOTFOUND) atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+}
+
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
+                      size_t len, uint64_t generation);
+
 int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len) {
     if (!out_value || !out_len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL output");
     *out_value = NULL;
@@ -126,6 +138,7 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
 
     void *held = NULL;
     if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
         int rc = copy_out(held, out_value, out_len);
         bytes_release(NULL, held);
         return rc;
@@ -135,11 +148,20 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     void *value = NULL;
     size_t len = 0;
     int rc = yyc_diskcache_get(c->disk, key, &value, &len);
+    count_read(c, rc);
     if (rc != YYC_OK) return rc;
-    /* Back-fill the memory tier unless a set or remove came in since the disk read began,
+    back_fill(c, key, key_len, value, len, generation);
+    *out_value = value;
+    *out_len = len;
+    return YYC_OK;
+}
+
+/* Back-fill the memory tier unless a set or remove came in since the disk read began,
      * with the disk entry's remaining time to live (none: never), so that memory never serves
      * a value the disk has let expire. A failed or refused back-fill loses nothing; an entry
      * gone from disk since the read (expired) is not filled. */
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
+                      size_t len, uint64_t generation) {
     double ttl = INFINITY;
     bytes *b = yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len)
                                                                         : NULL;
@@ -148,9 +170,55 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
                                                 NULL);
         bytes_release(NULL, b);
     }
-    *out_value = value;
-    *out_len = len;
+}
+
+int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load, void *ctx,
+                          void **out_value, size_t *out_len) {
+    if (!out_value || !out_len)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL output");
+    *out_value = NULL;
+    *out_len = 0;
+    if (!c || !key || !load)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL argument");
+    if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: empty key");
+    size_t key_len = strlen(key);
+    void *held = NULL;
+    if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+        int rc = copy_out(held, out_value, out_len);
+        bytes_release(NULL, held);
+        return rc;
+    }
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    /* The disk tier's single flight: one load per missing key, its value stored on disk. */
+    int rc = yyc_diskcache_get_or_load(c->disk, key, load, ctx, out_value, out_len);
+    if (rc != YYC_OK) {
+        atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+        return rc;
+    }
+    /* Found on disk or loaded; memory is filled either way (unless a write came in). */
+    atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    back_fill(c, key, key_len, *out_value, *out_len, generation);
     return YYC_OK;
+}
+
+int yyc_cache_get_statistics(yyc_cache *c, yyc_cache_statistics *out) {
+    if (!c || !out) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_statistics: NULL argument");
+    yyc_cache_statistics disk;
+    int rc = yyc_diskcache_statistics(c->disk, &disk);
+    if (rc != YYC_OK) return rc;
+    *out = disk; /* removals by cause and loads: the disk tier's (every entry leaves the disk) */
+    out->hits = atomic_load_explicit(&c->hits, memory_order_relaxed);
+    out->misses = atomic_load_explicit(&c->misses, memory_order_relaxed);
+    out->insertions = atomic_load_explicit(&c->insertions, memory_order_relaxed);
+    return YYC_OK;
+}
+
+void yyc_cache_reset_statistics(yyc_cache *c) {
+    if (!c) return;
+    atomic_store_explicit(&c->hits, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->misses, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->insertions, 0, memory_order_relaxed);
 }
 
 /* ttl: seconds for both tiers (INFINITY: never), or NAN for each tier's default. */
@@ -174,6 +242,7 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
         return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
                           saved.message);
     }
+    atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
     bool stored = false;
     if (isnan(ttl))
         yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
