@@ -79,7 +79,7 @@ static void disk_entries_stop_where_the_callback_says_and_a_closed_cache_is_clos
     char *dir = test_temp_dir("dentries");
     yyc_diskcache *dc = open_dc(dir);
     for (int i = 0; i < 5; i++) {
-        char key[8];
+        char key[16];
         snprintf(key, sizeof key, "k%d", i);
         assert_int_equal(yyc_diskcache_set(dc, key, "v", 1, NULL, 0), YYC_OK);
     }

@@ -230,8 +230,8 @@ YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
  * call into the cache. Exactly once per removed entry (a deletion rolled back and retried, on a
  * full disk, is reported once); removals by other processes sharing the folder, rows a read
  * drops because their file or checksum is damaged, and the entries of a manifest rebuilt
- * because it was corrupt are not reported. Needs SQLite's preupdate hook (the Debian and
- * Apple builds have it); without it there are no events and the removal counts stay 0.
+ * because it was corrupt are not reported. Needs SQLite's preupdate hook (Debian's build
+ * has it); without it there are no events and the removal counts stay 0.
  * Arguments: key is borrowed for the call. An event whose key could not be copied (out of
  * memory) is not delivered (it is counted).
  * yyc_diskcache_set_removal_listener installs fn (NULL: none, the default) with ctx, core-wide
