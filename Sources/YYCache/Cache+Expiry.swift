@@ -9,7 +9,7 @@
 // to live (Cache.swift, backFill), so memory never serves a value the disk has let expire.
 extension Cache {
     /// Stores `value` on disk, then in memory, both expiring after `timeToLive` (counted from
-    /// now), like ``setValue(_:forKey:)`` otherwise. A later read that fills memory from disk
+    /// now), like `setValue(_:forKey:)` otherwise. A later read that fills memory from disk
     /// gives the memory entry the disk entry's remaining time to live.
     ///
     /// - Parameters:
