@@ -5,8 +5,9 @@
 #                hygiene; exported symbols; version; the installed package used by a CMake and a
 #                pkg-config consumer; Swift build (warnings are errors), the library linking no
 #                full Foundation; every code block of README.md built and run; swift test plain
-#                and under TSan; the benchmark smoke run. Runs every step, prints a summary,
-#                fails if any step failed.
+#                and under TSan; the benchmark smoke run; with FORMAT_CHECK=1, first, the
+#                formatting check (.clang-format, .swift-format). Runs every step, prints a
+#                summary, fails if any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #   make docs    the documentation site in build/docs/: DocC for the Swift API and its articles
@@ -26,7 +27,8 @@
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | foundation-check | readme | docs | swift-test |
-# swift-tsan | bench-smoke. Others: help (lists them). fuzz-smoke builds the fuzz targets with
+# swift-tsan | bench-smoke | format-check (in `make test` only with FORMAT_CHECK=1, until the tree
+# is reformatted). Others: help (lists them), format (scripts/format.sh: rewrites the tree). fuzz-smoke builds the fuzz targets with
 # the Swift toolchain's clang (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays
 # every committed corpus file and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
@@ -91,19 +93,24 @@ have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/d
 
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
 # binutils: nm/readelf; python3: Benchmarks/run and Tests/cli; xz-utils: the hit-ratio traces;
-# doxygen: the C reference of `make docs`; man-db: `man -l` checks the yycache(1) page in Tests/cli).
+# doxygen: the C reference of `make docs`; man-db: `man -l` checks the yycache(1) page in Tests/cli;
+# clang-format: `make format` and `make format-check`).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
-                binutils python3 xz-utils doxygen man-db
+                binutils python3 xz-utils doxygen man-db clang-format
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
-TEST_STEPS ?= c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
+# FORMAT_CHECK=1 adds format-check (the tree must match .clang-format and .swift-format). Off
+# until the tree has been reformatted once (scripts/format.sh); then make 1 the default.
+FORMAT_CHECK ?= 0
+TEST_STEPS ?= $(if $(filter 1,$(FORMAT_CHECK)),format-check) \
+              c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
               foundation-check readme docs swift-test swift-tsan bench-smoke
 
 .PHONY: help test bench deps docs swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
         headers symbols version-check consumer readme bench-smoke release format clean \
         need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak \
-        foundation-check
+        foundation-check format-check
 
 help:
 	@echo "make test    build everything and run every test (what CI runs: .ci/run)"
@@ -114,7 +121,7 @@ help:
 	@echo "make soak    long reliability runs under dev, asan, tsan (YYC_SOAK_CYCLES=$(YYC_SOAK_CYCLES)" \
 	      "YYC_SOAK_OPS=$(YYC_SOAK_OPS) YYC_MP_SECONDS=$(YYC_MP_SECONDS) YYC_FUZZ_INPUTS=$(YYC_FUZZ_INPUTS))"
 	@echo "steps: deps $(TEST_STEPS)"
-	@echo "other: c-build ci-build static release fuzz-build fuzz-merge format clean"
+	@echo "other: c-build ci-build static release fuzz-build fuzz-merge format format-check clean"
 
 # --- test ---------------------------------------------------------------------------------------
 
@@ -204,9 +211,13 @@ foundation-check: swift-build
 # The "started" lines of Swift Testing are left out of the terminal (results, failures and the
 # summary stay); the full output is in build/swift-test.log.
 SWIFT_TEST_FLAGS ?= $(if $(shell grep -rls '^import XCTest' Tests 2>/dev/null),,--disable-xctest)
+# MemoryCache answers system memory pressure by default on Linux: the machine's own pressure must
+# not empty the tests' caches mid-test, so the runs disable the watcher (systemd's convention);
+# MemoryCacheMemoryPressureTests gives a child process a pressure source of its own.
+SWIFT_TEST_ENV ?= MEMORY_PRESSURE_WATCH=/dev/null
 swift-test: swift-build
 	@echo "$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS)"; \
-	$(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
+	$(SWIFT_TEST_ENV) $(SWIFT) test $(SWIFT_DEBUG_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
 	  | tee $(BUILD_DIR)/swift-test.log | { grep -v '^◇ .* started\.$$' || true; }
 
 # The Swift tests again under ThreadSanitizer (clang's, from the Swift toolchain; its own scratch
@@ -217,7 +228,7 @@ swift-tsan: deps need-swift
 	@echo "$(SWIFT) build $(SWIFT_TSAN_FLAGS) --build-tests --quiet"; \
 	$(SWIFT) build $(SWIFT_TSAN_FLAGS) --build-tests --quiet; \
 	echo "$(SWIFT) test $(SWIFT_TSAN_FLAGS) --skip-build $(SWIFT_TEST_FLAGS)"; \
-	$(SWIFT) test $(SWIFT_TSAN_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
+	$(SWIFT_TEST_ENV) $(SWIFT) test $(SWIFT_TSAN_FLAGS) --skip-build $(SWIFT_TEST_FLAGS) 2>&1 \
 	  | tee $(BUILD_DIR)/swift-tsan.log | { grep -v '^◇ .* started\.$$' || true; }
 
 # --- C (CMake presets) --------------------------------------------------------------------------
@@ -563,16 +574,15 @@ soak: deps
 
 # --- housekeeping -------------------------------------------------------------------------------
 
-C_FORMAT_FILES = $(wildcard include/yycache/*.h Sources/CYYCache/*.[ch] Tests/C/*.[ch] \
-                   Tests/CMakeConsumer/*.c Benchmarks/*.c Benchmarks/*/*.c Sources/*/*.[ch])
-format:
-	@if command -v swift-format >/dev/null; then \
-	  echo "format: swift-format"; \
-	  swift-format format --in-place --recursive --parallel Package.swift Sources Tests; \
-	else echo "format: swift-format not found, Swift sources left as they are"; fi
-	@if command -v clang-format >/dev/null; then \
-	  echo "format: clang-format"; clang-format -i $(sort $(C_FORMAT_FILES)); \
-	else echo "format: clang-format not found (apt-get install clang-format), C left as it is"; fi
+# format: rewrites every C source and header with clang-format (.clang-format) and every Swift
+# file with the toolchain's swift-format (.swift-format). format-check changes nothing and fails
+# if a file differs (clang-format --dry-run -Werror, swift format lint --strict); a `make test`
+# step with FORMAT_CHECK=1. Both are scripts/format.sh.
+format: deps need-swift
+	@CLANG_FORMAT=clang-format SWIFT=$(SWIFT) scripts/format.sh
+
+format-check: deps need-swift
+	@CLANG_FORMAT=clang-format SWIFT=$(SWIFT) scripts/format.sh --check
 
 clean:
 	rm -rf $(BUILD_DIR) $(SWIFT_SCRATCH)

@@ -46,6 +46,8 @@
 #pragma weak yyc_memcache_set_policy
 #pragma weak yyc_memcache_set_count_limit
 #pragma weak yyc_memcache_set_release_asynchronously
+#pragma weak yyc_memcache_set_with_ttl
+#pragma weak yyc_memcache_get_or_load
 #pragma weak yyc_diskcache_open
 #pragma weak yyc_diskcache_release
 #pragma weak yyc_diskcache_set
@@ -381,6 +383,101 @@ static void bench_memory(const char *group, bool str) {
             if (want[w]) emit(group, mem_systems[si].id, mem_systems[si].name, &s[w]);
     }
     free(rnd); free(mix);
+    keyset_free(&ks);
+}
+
+/* ---- issue 13: a get with a time to live, get-or-load hits, 8 callers of one missing key ---- */
+
+/* The loader: a fresh owned value (its reference transferred to the caller). */
+static int bench_load(void *ctx, const void *key, size_t key_len, void *out_value) {
+    (void)ctx, (void)key, (void)key_len;
+    rc_value *v = xmalloc(sizeof *v);
+    atomic_init(&v->rc, 1);
+    v->v = 1;
+    *(void **)out_value = v;
+    return YYC_OK;
+}
+
+#define LOAD_CALLERS 8
+
+typedef struct {
+    yyc_memcache *c;
+    const keyset *ks;
+    size_t first, rounds;
+    pthread_barrier_t *round;
+} load_arg;
+
+/* Each round, every caller asks for the same missing key at once (a fresh key per round). */
+static void *load_thread(void *p) {
+    load_arg *a = p;
+    for (size_t r = 0; r < a->rounds; r++) {
+        pthread_barrier_wait(a->round);
+        void *v;
+        size_t k = a->first + r;
+        if (yyc_memcache_get_or_load(a->c, kp(a->ks, k), kl(a->ks, k), 0, bench_load, NULL, &v) ==
+            YYC_OK)
+            memget_consume(&(memvals){MEM_OWNED, 0}, v);
+    }
+    return NULL;
+}
+
+static void bench_modern(const char *group) {
+    static const char *id = "c-memcache", *name = "C yyc_memcache";
+    if (!wanted(id)) return;
+    if (!memcache_available() || !yyc_memcache_set_with_ttl || !yyc_memcache_get_or_load) {
+        emit_na(group, id, name, "yyc_memcache_set_with_ttl / get_or_load not in the linked library");
+        return;
+    }
+    size_t n = (size_t)opt.keys, rounds = n / 50 < 1 ? 1 : n / 50;
+    keyset ks;
+    keyset_make(&ks, n + rounds, true); /* 0..n-1 present; n.. the rounds' missing keys */
+    uint32_t *rnd = iota(n);
+    shuffle(rnd, n, opt.seed + SEED_RANDOM_ORDER);
+    memvals mv = {MEM_OWNED, 0};
+    series s[4] = {{.workload = "get_random"}, {.workload = "get_ttl_random"},
+                   {.workload = "load_hit_random"}, {.workload = "load_8t_one_missing_key"}};
+    for (int rep = 0; rep < opt.warmup + opt.reps; rep++) {
+        yyc_memcache *plain = memcache_make(&mv), *ttl = memcache_make(&mv);
+        for (size_t i = 0; i < n; i++) {
+            memput(plain, &ks, i, &mv);
+            rc_value *v = xmalloc(sizeof *v);
+            atomic_init(&v->rc, 1);
+            v->v = (uint32_t)i;
+            yyc_memcache_set_with_ttl(ttl, kp(&ks, i), kl(&ks, i), v, 0, 3600.0);
+            rc_release(NULL, v);
+        }
+        double t0 = now();
+        for (size_t i = 0; i < n; i++) memget(plain, &ks, rnd[i], &mv);
+        record(&s[0], rep, (long)n, now() - t0);
+        t0 = now();
+        for (size_t i = 0; i < n; i++) memget(ttl, &ks, rnd[i], &mv);
+        record(&s[1], rep, (long)n, now() - t0);
+        t0 = now();
+        for (size_t i = 0; i < n; i++) {
+            void *v;
+            size_t k = rnd[i];
+            if (yyc_memcache_get_or_load(plain, kp(&ks, k), kl(&ks, k), 0, bench_load, NULL, &v) ==
+                YYC_OK)
+                memget_consume(&mv, v);
+        }
+        record(&s[2], rep, (long)n, now() - t0);
+        pthread_barrier_t round;
+        pthread_barrier_init(&round, NULL, LOAD_CALLERS);
+        pthread_t threads[LOAD_CALLERS];
+        load_arg args[LOAD_CALLERS];
+        t0 = now();
+        for (int t = 0; t < LOAD_CALLERS; t++) {
+            args[t] = (load_arg){plain, &ks, n, rounds, &round};
+            if (pthread_create(&threads[t], NULL, load_thread, &args[t]) != 0) die("pthread_create");
+        }
+        for (int t = 0; t < LOAD_CALLERS; t++) pthread_join(threads[t], NULL);
+        record(&s[3], rep, (long)(rounds * LOAD_CALLERS), now() - t0);
+        pthread_barrier_destroy(&round);
+        yyc_memcache_free(plain);
+        yyc_memcache_free(ttl);
+    }
+    for (int w = 0; w < 4; w++) emit(group, id, name, &s[w]);
+    free(rnd);
     keyset_free(&ks);
 }
 
@@ -728,6 +825,8 @@ static void bench_disk(const char *group, bool large) {
     free(keys); free(vals); free(order);
 }
 
+#include "bench_writes.inc" /* the disk-writes group */
+
 /* ---- footprint: resident-set growth for opt.keys entries, in this (fresh) process ---- */
 
 static long rss_bytes(void) {
@@ -795,7 +894,7 @@ static void bench_footprint(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|footprint]\n"
+            "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|footprint]\n"
             "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
             "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
             "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
@@ -846,9 +945,11 @@ int main(int argc, char **argv) {
     } else if (strcmp(opt.group, "mem-int") == 0) bench_memory("mem-int", false);
     else if (strcmp(opt.group, "mem-str") == 0) bench_memory("mem-str", true);
     else if (strcmp(opt.group, "mixed") == 0) bench_mixed("mixed");
+    else if (strcmp(opt.group, "mem-modern") == 0) bench_modern("mem-modern");
     else if (strcmp(opt.group, "disk-small") == 0) bench_disk("disk-small", false);
     else if (strcmp(opt.group, "disk-large") == 0) bench_disk("disk-large", true);
     else if (strcmp(opt.group, "footprint") == 0) bench_footprint();
+    else if (strcmp(opt.group, "disk-writes") == 0) bench_disk_writes("disk-writes");
     else usage();
     return 0;
 }

@@ -10,6 +10,9 @@
  *   - file names from the file-name function (or given explicitly) are validated;
  *   - free space is measured on the cache's own file system (statvfs on its path);
  *   - empty values are stored; in the FILE type (threshold 0) they get a file like any value;
+ *   - concurrent sets share commits (group commit, commit_write), each still with its own
+ *     result; a deferred write mode queues writes in memory and commits them in batches
+ *     (deferred_commit_locked; the queue is deferred_writes.c);
  *   - errors are returned and reported through the hook; the hook runs after the core's mutex
  *     is released (events are queued under the lock, delivered after unlocking). Corruption
  *     events that happen while no hook is set (for example the manifest rebuilt by the open)
@@ -41,8 +44,10 @@
  * A core is freed by whoever leaves it CLOSED or FAILED with no reference and no waiter.
  *
  * Locking: `lock` guards every field of the core but the registry fields (`state`, `refcount`,
- * `waiters`, `open_rc`, `open_error`, `next`, guarded by registry.lock) and `timer` /
- * `interval` (guarded by `timer_lock`). While OPENING the core belongs to its opener, which
+ * `waiters`, `open_rc`, `open_error`, `next`, guarded by registry.lock), `timer` /
+ * `interval` (guarded by `timer_lock`), and two atomics read without it: `incoming` (the group
+ * commit's stack of waiting sets: pushed by any thread, taken only under `lock`) and
+ * `has_filename_fn` (written under `lock`). While OPENING the core belongs to its opener, which
  * fills it without its lock. Lock order: registry -> core lock. timer_lock is never held
  * together with the core lock. No user callback (file-name function, progress, error hook)
  * runs while a lock is held, and none runs while this thread keeps a core OPENING or CLOSING
@@ -50,6 +55,7 @@
  */
 #include "internal.h"
 
+#include "deferred_writes.h"
 #include "fs_util.h"
 #include "kv_private.h"
 
@@ -58,6 +64,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +73,15 @@
 
 #define DEFAULT_AUTO_TRIM_INTERVAL 60.0
 #define PENDING_MAX 8
+
+/* A set waiting for its commit (group commit, see commit_write). Lives on the writer's stack;
+ * the writer returns only once `done` is set (under the core's lock). */
+typedef struct write_req {
+    yyc__kv_write w; /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
+    double ttl;      /* seconds (INFINITY: never), or NAN for the core's default time to live */
+    bool done;              /* [lock] committed or failed: w.status is final */
+    struct write_req *next; /* in `incoming` */
+} write_req;
 
 struct yyc_diskcache {
     pthread_mutex_t lock;
@@ -83,6 +99,7 @@ struct yyc_diskcache {
     bool logs;
     yyc_filename_fn filename_fn;
     void *filename_ctx;
+    atomic_bool has_filename_fn; /* filename_fn != NULL (written under the lock; read without) */
     yyc_error_hook hook;
     void *hook_ctx;
     yyc_error pending[PENDING_MAX]; /* reported under the lock, delivered after unlocking */
@@ -97,6 +114,17 @@ struct yyc_diskcache {
     yyc_cache_statistics stats;
     struct flight *flights; /* loads under way (get_or_load), guarded by flights_lock */
     pthread_mutex_t flights_lock;
+
+    /* Group commit: sets pushed without the lock (a lock-free stack, newest first), waiting for
+     * it. Whoever holds the lock in a set takes them all and commits them together. */
+    _Atomic(write_req *) incoming;
+    /* Deferred writes (see yyc_diskcache_set_write_mode): the mode, the queue, and the timer
+     * that commits it on the disk worker (created with the first switch to DEFERRED, paused
+     * while the queue is empty; [lock], freed by the close outside the lock). */
+    yyc_write_mode mode;
+    double max_delay;
+    yyc__deferred queue;
+    yyc__timer *flush_timer;
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -146,8 +174,15 @@ static void auto_trim(void *arg);
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
 static void watch_locked(yyc_diskcache *dc);
 static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause);
-static void note_insertion_locked(yyc_diskcache *dc, const char *key);
+static void note_saved_locked(yyc_diskcache *dc, const yyc__kv_write *w);
+static void note_replaced_locked(yyc_diskcache *dc, const char *key);
 static int remove_expired_locked(yyc_diskcache *dc);
+static int commit_write(yyc_diskcache *dc, write_req *req);
+static int deferred_commit_locked(yyc_diskcache *dc);
+static void deferred_close_locked(yyc_diskcache *dc);
+static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w);
+static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
+                               size_t *out_len, int *rc);
 
 /* --- locking and reporting --- */
 
@@ -306,6 +341,7 @@ static yyc_kv_type type_for_threshold(size_t threshold) {
 static void free_core(yyc_diskcache *dc) {
     for (size_t i = 0; i < dc->nremoved; i++) free(dc->removed[i].key);
     free(dc->removed);
+    yyc__deferred_clear(&dc->queue);
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
     pthread_mutex_destroy(&dc->flights_lock);
@@ -492,6 +528,9 @@ yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc) {
 static void close_core(yyc_diskcache *dc) {
     event_batch b;
     lock(&dc->lock);
+    if (!dc->closed) deferred_close_locked(dc);
+    yyc__timer *flush_timer = dc->flush_timer;
+    dc->flush_timer = NULL;
     yyc_kv *kv = dc->kv;
     bool was_closed = dc->closed;
     dc->closed = true;
@@ -514,6 +553,7 @@ static void close_core(yyc_diskcache *dc) {
         dc->timer = NULL;
         unlock(&dc->timer_lock);
         yyc__timer_free(t);
+        yyc__timer_free(flush_timer); /* (waits for a commit running on the worker) */
         yyc_kv_close(kv);
         lock(&registry.lock);
         unlink_locked(dc);
@@ -559,8 +599,11 @@ size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc) { return dc ? dc->thres
 bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return false;
     if (lock_open(dc) != YYC_OK) return false;
-    int rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
-    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    int rc;
+    if (!queued_read_locked(dc, key, false, NULL, NULL, &rc)) {
+        rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
+        if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    }
     unlock_and_deliver(dc);
     return rc == YYC_OK;
 }
@@ -572,6 +615,12 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     *out_len = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+        if (rc == YYC_OK) dc->stats.hits++;
+        else if (rc == YYC_NOTFOUND) dc->stats.misses++;
+        unlock_and_deliver(dc);
+        return rc;
+    }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
     if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
     if (rc == YYC_OK) dc->stats.hits++;
@@ -588,6 +637,10 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
     *out_len = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (queued_read_locked(dc, key, true, out, out_len, &rc)) {
+        unlock_and_deliver(dc);
+        return rc;
+    }
     yyc_kv_item *item = NULL;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
     if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
@@ -608,28 +661,110 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
 
 /* --- writes --- */
 
-/* ttl: seconds (INFINITY: never), or NAN for the core's default time to live. */
+/* Group commit. A set pushes its request onto `incoming` (no lock) and then takes the core's
+ * lock. While another set holds it for a commit, more sets pile up on `incoming`; the next one
+ * to get the lock finds its request not done, takes every request pushed so far, commits them
+ * in one transaction (yyc__kv_save_each: each in its own savepoint, so each succeeds or fails
+ * by itself) and marks them done; the sets whose requests it took find them done when they get
+ * the lock and return their own status at once. The lock is the only lock: the commit runs
+ * under it, as every other use of the storage does, and `incoming` is what lets the sets that
+ * arrive meanwhile join the next commit instead of each waiting for one of its own. */
+
+/* Takes every request pushed so far, oldest first. */
+static write_req *take_incoming(yyc_diskcache *dc) {
+    write_req *newest = atomic_exchange_explicit(&dc->incoming, NULL, memory_order_acquire);
+    write_req *oldest = NULL;
+    while (newest) {
+        write_req *next = newest->next;
+        newest->next = oldest;
+        oldest = newest;
+        newest = next;
+    }
+    return oldest;
+}
+
+/* Caller holds the lock. Commits every waiting request (at most 64 per transaction), or fails
+ * them with YYC_ECLOSED after close, and marks them done. */
+static void commit_incoming_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    write_req *r = take_incoming(dc);
+    while (r) {
+        yyc__kv_write *batch[64];
+        write_req *reqs[64];
+        size_t n = 0;
+        for (; r && n < 64; r = r->next) {
+            reqs[n] = r;
+            batch[n++] = &r->w;
+        }
+        if (dc->closed) {
+            for (size_t i = 0; i < n; i++) {
+                reqs[i]->w.status = fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
+                yyc_last_error(&reqs[i]->w.error);
+            }
+            for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) { /* (default_ttl is [lock]: read here, not in set_impl) */
+            double ttl = isnan(reqs[i]->ttl) ? dc->default_ttl : reqs[i]->ttl;
+            reqs[i]->w.expiry_ms = yyc__kv_expiry_from_ttl(ttl);
+        }
+        if (dc->mode == YYC_WRITE_DEFERRED) {
+            for (size_t i = 0; i < n; i++)
+                if (deferred_put_locked(dc, &reqs[i]->w) == YYC_OK) dc->stats.insertions++;
+        } else {
+            yyc__kv_save_each(dc->kv, batch, n);
+            for (size_t i = 0; i < n; i++)
+                if (reqs[i]->w.status == YYC_OK) note_saved_locked(dc, &reqs[i]->w);
+        }
+        for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+    }
+}
+
+/* A set's commit: returns once req is committed (possibly by another set's thread, in a shared
+ * transaction) with its own status; the thread's last error is its own failure's. */
+static int commit_write(yyc_diskcache *dc, write_req *req) {
+    write_req *head = atomic_load_explicit(&dc->incoming, memory_order_relaxed);
+    do {
+        req->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req,
+                                                    memory_order_release, memory_order_relaxed));
+    lock(&dc->lock);
+    if (!req->done) commit_incoming_locked(dc);
+    assert(req->done);
+    unlock_and_deliver(dc);
+    if (req->w.status != YYC_OK) yyc__error_restore(&req->w.error);
+    return req->w.status;
+}
+
 static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                     const void *extended, size_t extended_len, const char *explicit_name,
                     bool use_fn, double ttl) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
-    int rc = lock_open(dc);
-    if (rc != YYC_OK) return rc;
+    int rc;
     if (key_is_empty(key) || (!value && len)) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
         rc = fail_locked(dc, YYC_EINVAL, 0, key_is_empty(key) ? "empty key" : "NULL value with a length");
         unlock_and_deliver(dc);
         return rc;
     }
-    if (isnan(ttl)) ttl = dc->default_ttl;
+    /* (type and threshold are fixed at the open: the lock is taken here only for a file value's
+     * name function, so that a set of a small value takes it once, in commit_write) */
     yyc_kv_type type = dc->type;
     size_t threshold = dc->threshold;
-    yyc_filename_fn fn = use_fn ? dc->filename_fn : NULL;
-    void *fn_ctx = dc->filename_ctx;
-    unlock_and_deliver(dc);
-
     /* YYDiskCache: a file when the value is strictly larger than the threshold. The FILE type
      * (threshold 0) needs a file for every value, the empty one included. */
     bool to_file = type == YYC_KV_FILE || (type == YYC_KV_MIXED && len > threshold);
+    yyc_filename_fn fn = NULL;
+    void *fn_ctx = NULL;
+    if (to_file && use_fn && !(explicit_name && *explicit_name) &&
+        atomic_load_explicit(&dc->has_filename_fn, memory_order_relaxed)) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
+        fn = dc->filename_fn;
+        fn_ctx = dc->filename_ctx;
+        unlock_and_deliver(dc);
+    }
     char name[256];
     const char *filename = NULL;
     bool bad_name = false;
@@ -649,14 +784,21 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
         }
         if (!bad_name && !yyc_kv_filename_is_valid(filename)) bad_name = true;
     }
-    rc = lock_open(dc);
-    if (rc != YYC_OK) return rc;
-    if (bad_name) rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
-    else rc = yyc__kv_save_with_expiry(dc->kv, key, value, len, filename, extended, extended_len,
-                                       yyc__kv_expiry_from_ttl(ttl));
-    if (rc == YYC_OK) note_insertion_locked(dc, key);
-    unlock_and_deliver(dc);
-    return rc;
+    if (bad_name) {
+        rc = lock_open(dc);
+        if (rc != YYC_OK) return rc;
+        rc = fail_locked(dc, YYC_EINVAL, 0, "invalid file name");
+        unlock_and_deliver(dc);
+        return rc;
+    }
+    write_req req = {.w = {.key = key,
+                           .value = value,
+                           .len = len,
+                           .filename = filename,
+                           .extended = extended,
+                           .extended_len = extended_len},
+                     .ttl = ttl};
+    return commit_write(dc, &req);
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
@@ -690,7 +832,217 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
     lock(&dc->lock);
     dc->filename_fn = fn;
     dc->filename_ctx = ctx;
+    atomic_store_explicit(&dc->has_filename_fn, fn != NULL, memory_order_relaxed);
     unlock(&dc->lock);
+}
+
+/* --- deferred writes --- */
+
+/* The queue's bounds: a set that would grow it beyond them commits it first. */
+#define DEFERRED_MAX_WRITES 10000
+#define DEFERRED_MAX_BYTES ((size_t)64 << 20)
+
+typedef struct batch_builder {
+    yyc__kv_write *writes;
+    yyc__kv_write **ptrs;
+    size_t n;
+} batch_builder;
+
+static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
+    batch_builder *b = ctx;
+    yyc__kv_write *w = &b->writes[b->n];
+    *w = (yyc__kv_write){.key = e->key,
+                         .remove = e->remove,
+                         .value = e->value,
+                         .len = e->len,
+                         .filename = e->filename,
+                         .extended = e->extended,
+                         .extended_len = e->extended_len,
+                         .expiry_ms = e->expiry_ms};
+    b->ptrs[b->n++] = w;
+}
+
+/* Caller holds the lock (no removal watch on). Commits the queue in one transaction
+ * (yyc__kv_apply_batch) and empties it; on failure the queue is kept whole (the error is
+ * recorded and reported). Removal events: the rows the queued removals deleted
+ * (YYC_REMOVED_EXPLICIT, under a removal watch) and the rows the queued saves replaced
+ * (YYC_REMOVED_REPLACED), once the batch committed; nothing for a batch rolled back (its retry
+ * reports them). The queued sets were counted as insertions when queued. */
+static int deferred_commit_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+#ifdef YYC_TESTING
+    yyc__deferred_check(&dc->queue);
+#endif
+    if (dc->queue.count == 0) return YYC_OK;
+    if (!dc->kv) return fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
+    batch_builder b = {.writes = malloc(dc->queue.count * sizeof *b.writes),
+                       .ptrs = malloc(dc->queue.count * sizeof *b.ptrs)};
+    int rc;
+    if (!b.writes || !b.ptrs) {
+        rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
+    } else {
+        yyc__deferred_each(&dc->queue, add_to_batch, &b);
+        assert(b.n == dc->queue.count);
+        watch_locked(dc);
+        rc = yyc__kv_apply_batch(dc->kv, b.ptrs, b.n);
+        unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
+        for (size_t i = 0; rc == YYC_OK && i < b.n; i++)
+            if (!b.writes[i].remove && b.writes[i].replaced)
+                note_replaced_locked(dc, b.writes[i].key);
+    }
+    free(b.writes);
+    free(b.ptrs);
+    if (rc == YYC_OK) yyc__deferred_clear(&dc->queue);
+    return rc;
+}
+
+/* Caller holds the lock. Queues w (a copy), committing the queue first when it is full; arms the
+ * flush timer when the queue was empty. Sets and returns w->status. */
+static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
+    yyc__assert_held(&dc->lock);
+    int rc = YYC_OK;
+    if (dc->queue.count >= DEFERRED_MAX_WRITES ||
+        dc->queue.bytes + w->len + w->extended_len > DEFERRED_MAX_BYTES)
+        rc = deferred_commit_locked(dc);
+    bool was_empty = dc->queue.count == 0;
+    if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
+                                           w->extended, w->extended_len, w->filename,
+                                           w->expiry_ms))
+        rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
+    if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
+    w->status = rc;
+    if (rc != YYC_OK) yyc_last_error(&w->error);
+    return rc;
+}
+
+/* Caller holds the lock. When key has a queued write: true, with *rc YYC_NOTFOUND for a queued
+ * removal or an expired queued save, else YYC_OK and (out non-NULL) a copy of its value, or of its extended data with
+ * want_ext, in *out / *out_len (NULL / 0 when empty). */
+static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
+                               size_t *out_len, int *rc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->queue.count == 0 || key_is_empty(key)) return false;
+    const yyc__deferred_entry *e = yyc__deferred_find(&dc->queue, key);
+    if (!e) return false;
+    /* An expired queued save is a miss (its row, committed with its expiry, is then removed
+     * and reported as YYC_REMOVED_EXPIRED by whatever finds it on disk, as for any row). */
+    bool gone = e->remove || (e->expiry_ms != 0 && yyc__kv_now_ms() >= e->expiry_ms);
+    *rc = gone ? YYC_NOTFOUND : YYC_OK;
+    if (gone || !out) return true;
+    const void *src = want_ext ? e->extended : e->value;
+    size_t n = want_ext ? e->extended_len : e->len;
+    if (n == 0) return true; /* (*out and *out_len were cleared by the caller) */
+    void *copy = malloc(n);
+    if (!copy) {
+        *rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "copy a queued value");
+        return true;
+    }
+    memcpy(copy, src, n);
+    *out = copy;
+    *out_len = n;
+    return true;
+}
+
+/* Caller holds the lock; the core is closing. Commits the queue; what cannot be committed is
+ * reported and dropped. */
+static void deferred_close_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->queue.count && deferred_commit_locked(dc) != YYC_OK) {
+        char what[96];
+        snprintf(what, sizeof what, "closing: %zu queued writes could not be committed",
+                 dc->queue.count);
+        fail_locked(dc, YYC_EIO, 0, what);
+    }
+    yyc__deferred_clear(&dc->queue);
+}
+
+/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty. A
+ * failed commit is tried again after max_delay, but at most once a second (each failure is
+ * reported: a full disk must not flood the hook). */
+static void flush_fire(void *arg) {
+    yyc_diskcache *dc = arg;
+    lock(&dc->lock);
+    if (dc->closed) {
+        unlock(&dc->lock);
+        return;
+    }
+    int rc = deferred_commit_locked(dc);
+    if (dc->queue.count == 0) yyc__timer_set_interval(dc->flush_timer, 0);
+    else if (rc != YYC_OK) yyc__timer_set_interval(dc->flush_timer, fmax(dc->max_delay, 1.0));
+    unlock_and_deliver(dc);
+}
+
+/* exit(): commits the queue of every open core (each retained meanwhile; no lock held while
+ * flushing, so error hooks run as usual). */
+static void flush_all_at_exit(void) {
+    lock(&registry.lock);
+    size_t n = 0, i = 0;
+    for (yyc_diskcache *dc = registry.head; dc; dc = dc->next) n += dc->state == READY;
+    yyc_diskcache **all = n ? malloc(n * sizeof *all) : NULL;
+    for (yyc_diskcache *dc = registry.head; all && dc; dc = dc->next) {
+        if (dc->state != READY) continue;
+        dc->refcount++;
+        all[i++] = dc;
+    }
+    unlock(&registry.lock);
+    for (size_t k = 0; k < i; k++) {
+        yyc_diskcache_flush(all[k]);
+        yyc_diskcache_release(all[k]);
+    }
+    free(all);
+}
+
+static pthread_once_t at_exit_once = PTHREAD_ONCE_INIT;
+static void install_flush_at_exit(void) { atexit(flush_all_at_exit); }
+
+int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double max_delay) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    if (mode != YYC_WRITE_IMMEDIATE && mode != YYC_WRITE_DEFERRED)
+        return yyc__error(YYC_EINVAL, 0, 0, "unknown write mode");
+    if (mode == YYC_WRITE_DEFERRED) pthread_once(&at_exit_once, install_flush_at_exit);
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    if (mode == YYC_WRITE_DEFERRED) {
+        if (isnan(max_delay)) max_delay = 1;
+        max_delay = max_delay < 0.001 ? 0.001 : max_delay > 3600 ? 3600 : max_delay;
+        if (!dc->flush_timer)
+            rc = yyc__timer_new(YYC__QUEUE_DISK, flush_fire, dc, 0, &dc->flush_timer);
+        if (rc != YYC_OK) {
+            rc = fail_locked(dc, rc, ENOMEM, "create the deferred writes' timer");
+        } else {
+            dc->mode = YYC_WRITE_DEFERRED;
+            dc->max_delay = max_delay;
+            if (dc->queue.count) yyc__timer_set_interval(dc->flush_timer, max_delay);
+        }
+    } else {
+        rc = deferred_commit_locked(dc);
+        if (rc == YYC_OK) {
+            dc->mode = YYC_WRITE_IMMEDIATE;
+            dc->max_delay = 0;
+            yyc__timer_set_interval(dc->flush_timer, 0);
+        }
+    }
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+yyc_write_mode yyc_diskcache_write_mode(yyc_diskcache *dc, double *out_max_delay) {
+    if (out_max_delay) *out_max_delay = 0;
+    if (!dc) return YYC_WRITE_IMMEDIATE;
+    lock(&dc->lock);
+    yyc_write_mode mode = dc->mode;
+    if (out_max_delay) *out_max_delay = dc->max_delay;
+    unlock(&dc->lock);
+    return mode;
+}
+
+int yyc_diskcache_flush(yyc_diskcache *dc) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    rc = deferred_commit_locked(dc);
+    unlock_and_deliver(dc);
+    return rc;
 }
 
 /* --- removal --- */
@@ -699,6 +1051,12 @@ int yyc_diskcache_remove(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    if (dc->mode == YYC_WRITE_DEFERRED && !key_is_empty(key)) {
+        yyc__kv_write w = {.key = key, .remove = true};
+        rc = deferred_put_locked(dc, &w);
+        unlock_and_deliver(dc);
+        return rc;
+    }
     watch_locked(dc);
     rc = key_is_empty(key) ? YYC_OK : yyc_kv_remove(dc->kv, key);
     unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
@@ -710,6 +1068,7 @@ int yyc_diskcache_remove_all(yyc_diskcache *dc) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    yyc__deferred_clear(&dc->queue); /* (everything queued goes too) */
     watch_locked(dc);
     rc = yyc_kv_remove_all(dc->kv);
     unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
@@ -722,6 +1081,7 @@ int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progres
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     int64_t total = 0;
+    yyc__deferred_clear(&dc->queue); /* (everything queued goes too) */
     rc = yyc_kv_count(dc->kv, &total);
     unlock_and_deliver(dc);
     if (rc != YYC_OK) return rc;
@@ -757,7 +1117,8 @@ int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out) {
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = yyc_kv_count(dc->kv, out);
+    rc = deferred_commit_locked(dc);
+    if (rc == YYC_OK) rc = yyc_kv_count(dc->kv, out);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -767,7 +1128,8 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
-    rc = yyc_kv_size(dc->kv, out);
+    rc = deferred_commit_locked(dc);
+    if (rc == YYC_OK) rc = yyc_kv_size(dc->kv, out);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -819,6 +1181,7 @@ int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = remove_expired_locked(dc);
     watch_locked(dc);
     if (rc == YYC_OK) rc = trim_count_locked(dc, count);
@@ -831,6 +1194,7 @@ int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = remove_expired_locked(dc);
     watch_locked(dc);
     if (rc == YYC_OK) rc = trim_cost_locked(dc, cost);
@@ -843,6 +1207,7 @@ int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = remove_expired_locked(dc);
     watch_locked(dc);
     if (rc == YYC_OK) rc = trim_age_locked(dc, seconds);
@@ -855,6 +1220,7 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = remove_expired_locked(dc);
     watch_locked(dc);
     if (rc == YYC_OK) rc = trim_free_space_locked(dc, bytes);
@@ -871,6 +1237,7 @@ static void auto_trim(void *arg) {
         unlock(&dc->lock);
         return;
     }
+    deferred_commit_locked(dc);
     remove_expired_locked(dc);
     watch_locked(dc);
     if (dc->kv) trim_cost_locked(dc, dc->cost_limit);
@@ -930,11 +1297,18 @@ static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause) {
     free(keys);
 }
 
-/* A save of key succeeded: one insertion, and the row it replaced (if any) left. */
-static void note_insertion_locked(yyc_diskcache *dc, const char *key) {
+/* The save w committed: one insertion, and the row it replaced (w->replaced, learned by that
+ * save itself: each write of a group commit has its own) left. */
+static void note_saved_locked(yyc_diskcache *dc, const yyc__kv_write *w) {
     yyc__assert_held(&dc->lock);
+    assert(!w->remove && w->status == YYC_OK);
     dc->stats.insertions++;
-    if (!yyc__kv_last_save_replaced(dc->kv)) return;
+    if (w->replaced) note_replaced_locked(dc, w->key);
+}
+
+/* A committed save of key replaced its row: one YYC_REMOVED_REPLACED. */
+static void note_replaced_locked(yyc_diskcache *dc, const char *key) {
+    yyc__assert_held(&dc->lock);
     char *copy = dc->removal_fn ? strdup(key) : NULL;
     if (dc->removal_fn && !copy) {
         dc->stats.removals[YYC_REMOVED_REPLACED]++; /* counted, not delivered */
@@ -1017,6 +1391,7 @@ static int iter_fill(yyc_diskcache_iter *it) {
     while (it->n == 0 && it->more) {
         int rc = lock_open(it->dc);
         if (rc != YYC_OK) return rc;
+        deferred_commit_locked(it->dc); /* (a failed commit does not stop the walk) */
         rc = yyc__kv_entries_page(it->dc->kv, &it->cursor, ENTRIES_PAGE, it->page, &it->n,
                                   &it->more);
         unlock_and_deliver(it->dc);
@@ -1268,6 +1643,7 @@ int yyc_diskcache_trim_expired(yyc_diskcache *dc) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = remove_expired_locked(dc);
     unlock_and_deliver(dc);
     return rc;
@@ -1280,6 +1656,13 @@ int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_s
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     int64_t expiry = 0;
+    if (!key_is_empty(key) && yyc__deferred_find(&dc->queue, key)) {
+        rc = deferred_commit_locked(dc); /* (the queued write's time to live is the answer) */
+        if (rc != YYC_OK) {
+            unlock_and_deliver(dc);
+            return rc;
+        }
+    }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc__kv_expiry_of(dc->kv, key, &expiry);
     int64_t now = yyc__kv_now_ms();
     if (rc == YYC_OK && expiry != 0 && expiry <= now) {

@@ -34,11 +34,16 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
-/* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
- * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
- * it still grows (by about SQLite's auto-checkpoint threshold, 1000 pages, plus the largest
- * single transaction). */
+/* The WAL's size after a checkpoint (PRAGMA journal_size_limit, bytes): after a checkpoint
+ * lets the WAL restart, SQLite truncates it to this size instead of keeping its high-water
+ * mark. Checkpoints run on the checkpoint queue, queued by a commit that leaves 1000 pages or
+ * more in the WAL, never inside the commit. */
 #define YYC__KV_WAL_LIMIT_BYTES 1048576
+/* The WAL's cap (pages): a commit that leaves at least this many pages in the WAL waits
+ * (up to the busy timeout) for the queued checkpoint, so a writer that commits faster than the
+ * checkpoints complete cannot grow the WAL past it by more than one transaction. Another
+ * process reading an old snapshot can still hold the WAL longer, as in SQLite itself. */
+#define YYC__KV_WAL_CAP_PAGES 4000
 
 /* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
  * errors ignored). */
@@ -137,6 +142,44 @@ int yyc__kv_entries_page(yyc_kv *kv, yyc__kv_cursor *cursor, size_t max, yyc__kv
                          size_t *n, bool *more);
 /* Frees the strings of entries[0..n). */
 void yyc__kv_entries_clear(yyc__kv_entry *entries, size_t n);
+/* One write of a batch (kv_group_commit.c): a save of key (value, file name, extended data as
+ * yyc_kv_save takes them; everything borrowed for the call) or, with remove, a removal of key.
+ * status (and error, when status is not YYC_OK) are set by the batch. */
+typedef struct yyc__kv_write {
+    const char *key;
+    bool remove;
+    const void *value;
+    size_t len;
+    const char *filename; /* NULL or "": inline */
+    const void *extended;
+    size_t extended_len;
+    int64_t expiry_ms; /* a save's expiry (unix ms; 0: never), as yyc__kv_save_with_expiry */
+    int status;      /* out */
+    yyc_error error; /* out: the details of a failure */
+    bool replaced;   /* out: a save that committed replaced a row of its key (a save rolled back,
+                      * to its savepoint or with its transaction, did not); always false
+                      * without the preupdate hook */
+} yyc__kv_write;
+
+/* Group commit: the writes in one transaction under the folder lock, each in its own SAVEPOINT,
+ * in order (a later write of a key wins). Each write gets its own status: one that fails is
+ * rolled back to its savepoint and fails alone; the others commit. Files replaced are deleted
+ * only after the commit. When the transaction itself cannot be used (BEGIN, a SAVEPOINT or the
+ * COMMIT fails, or SQLite rolled it back after an error), it is rolled back, the files it placed
+ * are deleted, and every write that had not failed on its own is done again alone, in its own
+ * transaction, as yyc_kv_save / yyc_kv_remove do it (so it still succeeds or fails by itself).
+ * The folder lock failing (YYC_EBUSY beyond the busy timeout, or a lock error) fails every write
+ * with that error, as it fails a write alone: no write proceeds without the lock.
+ * One write is simply yyc_kv_save / yyc_kv_remove. Returns the number of writes whose status is
+ * not YYC_OK. Errors are reported through the hook as they happen (a failed transaction whose
+ * writes then succeed alone is reported too). */
+size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
+
+/* All or nothing: the writes in one transaction under the folder lock, in order. Either every
+ * write is committed (YYC_OK) or none is (the first error; the files placed are deleted, the
+ * rows and files are as before). Files replaced are deleted after the commit. Every status is
+ * set to the result. */
+int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
 
 #ifdef YYC_TESTING
 /* Testing: moves the expiry clock (yyc__kv_now_ms) forward by ms (backward if negative), for
@@ -162,6 +205,11 @@ void yyc__kv_close_connection(yyc_kv *kv);
  * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
  * whether the hook is in use now. */
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
+
+/* Testing: how many of the WAL checkpoints queued after commits (every storage, since the
+ * process started) copied pages into the database on a worker thread, and how many on another thread (a close
+ * drains a queued one on its own thread). */
+void yyc__kv_checkpoint_counts(int *on_worker, int *elsewhere);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

@@ -111,6 +111,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     kv->root_fd = -1;
     kv->data_fd = -1;
     kv->save_dir_fd = -1;
+    atomic_init(&kv->checkpoint_pending, false);
     kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
     kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
     kv->retry_interval = YYC__KV_RETRY_INTERVAL;
@@ -410,6 +411,7 @@ static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, c
     sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
     int rc = yyc__kv_step_done(kv, s, what);
     sqlite3_preupdate_hook(kv->db, NULL, NULL);
+    yyc__kv_watch_attach(kv); /* a removal watch on (a deferred batch's removals) goes on */
     kv->hook_key = NULL;
     return rc;
 }
@@ -468,7 +470,7 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
         free(old_name);
         rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc,
                     ext_crc);
-        if (rc == YYC_OK) yyc__kv_file_ref_delete(kv, &old);
+        if (rc == YYC_OK) yyc__kv_delete_after_commit(kv, &old);
         else yyc__kv_file_ref_forget(&old);
         return rc;
     }
@@ -480,9 +482,21 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
     const char *old_name = kv->old_filename[0] ? kv->old_filename : NULL;
     if (old_name && !(filename && !strcmp(old_name, filename))) {
         yyc__kv_file_ref_capture(kv, old_name, &old);
-        yyc__kv_file_ref_delete(kv, &old);
+        yyc__kv_delete_after_commit(kv, &old);
     }
     return YYC_OK;
+}
+
+void yyc__kv_delete_after_commit(yyc_kv *kv, file_ref *r) {
+    yyc__kv_batch *b = kv->batch;
+    if (!b) {
+        yyc__kv_file_ref_delete(kv, r);
+    } else if (r->name && b->n_old < b->cap) {
+        b->old[b->n_old++] = *r; /* (the list owns the name now) */
+        *r = (file_ref){0};
+    } else {
+        yyc__kv_file_ref_forget(r);
+    }
 }
 
 /* After a failed row write: deletes the new file `placed` unless the row names it after all (a
@@ -520,7 +534,17 @@ static int save_locked(yyc_kv *kv, const char *key, const void *value, size_t va
     int rc = replace_row(kv, key, value, value_len, filename ? placed : NULL, extended,
                          extended_len, crc, ext_crc);
     if (rc != YYC_OK && filename) drop_unsaved_file_locked(kv, key, placed);
+    yyc__kv_batch *b = kv->batch;
+    if (rc == YYC_OK && filename && b && b->n_placed < b->cap) { /* (a rollback deletes it) */
+        b->placed[b->n_placed].key = key;
+        memcpy(b->placed[b->n_placed].name, placed, sizeof placed);
+        b->n_placed++;
+    }
     return rc;
+}
+
+void yyc__kv_drop_unsaved_file_locked(yyc_kv *kv, const char *key, const char *placed) {
+    drop_unsaved_file_locked(kv, key, placed);
 }
 
 int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,

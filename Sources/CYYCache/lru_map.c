@@ -869,6 +869,19 @@ yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     return list;
 }
 
+yyc__lru_node *yyc__lru_map_copy_node(const yyc__lru_map *m, const yyc__lru_node *n) {
+    yyc__lru_node *copy = new_node(m, n->key, n->key_len);
+    if (!copy) return NULL;
+    copy->value = n->value;
+    copy->cost = n->cost;
+    copy->time = n->time;
+    if (m->value_size && !yyc__lru_value_in_field(m->value_size, m->value_align))
+        memcpy(yyc__lru_node_value(copy, m->value_size, m->value_align),
+               yyc__lru_node_value((yyc__lru_node *)n, m->value_size, m->value_align),
+               m->value_size);
+    return copy;
+}
+
 void yyc__lru_node_free(yyc__lru_node *node) { free(node); }
 
 /* --- invariant checker --- */

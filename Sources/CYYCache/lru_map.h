@@ -299,6 +299,13 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
  * still being migrated from is freed here). The map is left as after init but keeps its seed. */
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table);
 
+/* A new node that is in no map (owned by the caller, free it with yyc__lru_node_free) with a
+ * copy of n's key, value field, inline value bytes (n must be a node of m or of a map with the
+ * same layout), cost and time; its links are NULL and its policy bits 0. The value itself is
+ * not retained or copied by any callback: the bytes are just duplicated. NULL if memory ran
+ * out. */
+yyc__lru_node *yyc__lru_map_copy_node(const yyc__lru_map *m, const yyc__lru_node *n);
+
 /* Frees a node that is not in any map. NULL is fine. */
 void yyc__lru_node_free(yyc__lru_node *node);
 

@@ -15,6 +15,13 @@
  * representation (&node->value, or the inline bytes), which is also what the garbage array
  * holds a copy of (one element per stride).
  *
+ * Removal causes: a detached node's prev link (garbage after unlinking) holds why it left (a
+ * yyc_removal_cause, with no pointer bits); in a chain from detach_all only the head carries one,
+ * and the nodes after it (whose prev links still point to a node) share it. release_list reads
+ * them to report each entry to the removal listener right before its value is released.
+ * A replacement reported to a listener travels as a detached copy of the node (key and old
+ * value), so that the event can carry the key.
+ *
  * Callbacks may free the cache (a value holding the last reference to the cache's owner). Every
  * stretch of code that runs callbacks and may touch the cache after them is a "callback scope"
  * (a frame in a thread-local chain): yyc_memcache_free called inside one only marks the
@@ -23,6 +30,7 @@
 #include "expiry.h"
 #include "internal.h"
 #include "lru_map.h"
+#include "memory_pressure.h"
 
 #include <float.h>
 #include <math.h>
@@ -54,9 +62,16 @@
  *   - Expiry: expiry records exactly the map's nodes that have a time to live (every node that
  *     leaves the map is forgotten there in the same critical section, or the whole structure is
  *     cleared with the map); default_ttl is INFINITY (none) or >= 0. No read returns a node
- *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read. */
+ *     whose deadline has passed (ttl_now() >= deadline): it is unlinked on that read.
+ *   - Removal causes: every node that leaves the map is tagged with its cause (set_cause) and
+ *     counted in stats.removals in the same critical section; listening == (removal_fn != NULL).
+ *   - stats counts what memory_cache.h says, only under the lock.
+ *   - flights lists the loads under way (begin_load .. finish_load), at most one per key. */
 struct yyc_memcache {
     pthread_mutex_t lock;
+    /* memory_cache.h "Statistics". Next to the lock: the calls that count take it anyway, so the
+     * hot counters (hits, misses, insertions) share its cache lines instead of adding one. */
+    yyc_cache_statistics stats;
     yyc__lru_map map;
     size_t count_limit;
     size_t cost_limit;
@@ -91,6 +106,10 @@ struct yyc_memcache {
     void *free_ctx;
     yyc__expiry expiry;    /* deadlines of the entries with a time to live (expiry.h) */
     double default_ttl;    /* seconds given to sets without their own; INFINITY: none */
+    yyc_memcache_removal_fn removal_fn; /* the removal listener, or NULL */
+    void *removal_ctx;
+    atomic_bool listening;         /* removal_fn != NULL, readable without the lock */
+    struct yyc_memcache_flight *flights; /* loads under way (begin_load) */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -110,6 +129,7 @@ static void drop_slot(yyc_memcache *c, void *slot);
 static void cost_trim_job(void *arg);
 static void auto_trim_fire(void *arg);
 static void free_now(yyc_memcache *c);
+static void purge_expired(yyc_memcache *c, bool on_worker);
 
 typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
@@ -232,11 +252,36 @@ static void drop_slot(yyc_memcache *c, void *slot) {
     }
 }
 
-/* Releases every value of a detached list (chained through next) and frees the nodes. */
+/* Tags a node that has just left the map with its removal cause and counts it (under lock;
+ * see the top of the file). */
+static inline void set_cause_locked(yyc_memcache *c, yyc__lru_node *n, yyc_removal_cause cause) {
+    yyc__assert_held(&c->lock);
+    n->prev_bits = (uintptr_t)cause;
+    c->stats.removals[cause]++;
+}
+
+/* Releases every value of a detached list (chained through next) and frees the nodes; with a
+ * removal listener, reports each entry with its cause first. */
 static void release_list(yyc_memcache *c, yyc__lru_node *list) {
+    yyc_memcache_removal_fn fn = NULL;
+    void *ctx = NULL;
+    if (list && atomic_load_explicit(&c->listening, memory_order_relaxed)) {
+        lock(c);
+        fn = c->removal_fn;
+        ctx = c->removal_ctx;
+        unlock(c);
+    }
+    yyc_removal_cause cause = YYC_REMOVED_EXPLICIT;
     while (list) {
         yyc__lru_node *next = list->next;
-        drop_slot(c, node_slot(c, list));
+        if ((list->prev_bits & ~YYC__NODE_BITS) == 0) cause = (yyc_removal_cause)list->prev_bits;
+        void *slot = node_slot(c, list);
+        if (fn) {
+            void *value = slot;
+            if (!c->inline_values) memcpy(&value, slot, sizeof value);
+            fn(ctx, list->key, list->key_len, value, cause);
+        }
+        drop_slot(c, slot);
         yyc__lru_node_free(list);
         list = next;
     }
@@ -420,6 +465,8 @@ static void free_now(yyc_memcache *c) {
     c->freeing = true;
     unlock(c);
     if (already) return; /* the thread freeing c waits for this thread's job to end */
+    yyc__memory_pressure_forget(c); /* first: waits for the pressure watcher's handling of c */
+    yyc_memcache_set_removal_listener(c, NULL, NULL); /* a free reports nothing */
     callback_scope scope;
     scope_enter(&scope, c);
     yyc__timer_free(c->timer); /* waits for a running auto-trim */
@@ -520,7 +567,14 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     /* A new key at the count limit evicts first (the policy never picks the new entry). */
     yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&c->map, key, key_len, c->count_limit,
                                                           c->cost_limit, &inserted, &evicted);
-    if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+    if (evicted) {
+        if (c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+        set_cause_locked(c, evicted, YYC_REMOVED_EVICTED);
+    }
+    /* With a removal listener the replaced value leaves in a copy of the node (with the key). */
+    yyc__lru_node *replaced = NULL;
+    if (n && !inserted && c->removal_fn && !(replaced = yyc__lru_map_copy_node(&c->map, n)))
+        n = NULL; /* out of memory: nothing replaced (an evicted entry is still released) */
     if (!n) {
         bool queue = evicted && c->release_async && stash_list_locked(c, evicted, evicted);
         if (c->release_async) evicted = NULL;
@@ -535,16 +589,23 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
         return YYC_ENOMEM; /* inline: the bytes were not read; the caller still owns them */
     }
     if (stripe) ++*stripe;
+    c->stats.insertions++;
+    if (replaced) {
+        set_cause_locked(c, replaced, YYC_REMOVED_REPLACED);
+    } else if (!inserted) {
+        c->stats.removals[YYC_REMOVED_REPLACED]++;
+    }
+    /* A replaced value is kept in `old` for its release, unless it lives on in `replaced`. */
     if (inline_mode) {
         void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         /* Without a destroy callback a replaced value needs nothing: just overwrite it. */
-        if (!inserted && c->itype.destroy) {
+        if (!inserted && !replaced && c->itype.destroy) {
             memcpy(old, slot, c->value_size);
             have_old = true;
         }
         memcpy(slot, bytes, c->value_size);
     } else {
-        if (!inserted && n->value) {
+        if (!inserted && !replaced && n->value) {
             memcpy(old, &n->value, sizeof n->value);
             have_old = true;
         }
@@ -567,7 +628,16 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
     }
     if (!evicted && yyc__lru_map_count(&c->map) > c->count_limit) {
         evicted = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
-        if (evicted && c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+        if (evicted) {
+            if (c->expiry.live) yyc__expiry_forget(&c->expiry, evicted);
+            set_cause_locked(c, evicted, YYC_REMOVED_EVICTED);
+        }
+    }
+    yyc__lru_node *evicted_tail = evicted;
+    if (replaced) { /* one chain to release, each node tagged with its own cause */
+        replaced->next = evicted;
+        evicted = replaced;
+        if (!evicted_tail) evicted_tail = replaced;
     }
     if (c->release_async) {
         if (have_old) {
@@ -576,7 +646,7 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
             queue_release |= (s == 1);
         }
         if (evicted) {
-            queue_release |= stash_list_locked(c, evicted, evicted);
+            queue_release |= stash_list_locked(c, evicted, evicted_tail);
             evicted = NULL;
         }
     }
@@ -691,6 +761,13 @@ static inline bool expired_locked(yyc_memcache *c, const yyc__lru_node *n) {
            ttl_now() >= deadline;
 }
 
+/* Whether n has a deadline at or before now (under lock). */
+static bool expired_at_locked(yyc_memcache *c, const yyc__lru_node *n, double now) {
+    yyc__assert_held(&c->lock);
+    double deadline;
+    return c->expiry.live && yyc__expiry_deadline(&c->expiry, n, &deadline) && now >= deadline;
+}
+
 /* Unlinks the expired node n (under the lock), then unlocks; its value follows the release
  * policy, as a removed one's (released in a callback scope: the caller must not touch c after
  * this returns, since a release callback may have freed it). */
@@ -698,6 +775,7 @@ static __attribute__((noinline, cold)) void drop_expired_and_unlock(yyc_memcache
                                                                     yyc__lru_node *n) {
     yyc__lru_map_unlink(&c->map, n);
     yyc__expiry_forget(&c->expiry, n);
+    set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
     unlock_and_release(c, n);
 }
 
@@ -715,6 +793,7 @@ static void purge_expired(yyc_memcache *c, bool on_worker) {
             yyc__lru_node *n;
             while (taken < EXPIRE_STEP && (n = yyc__expiry_pop_due(&c->expiry, now))) {
                 yyc__lru_map_unlink(&c->map, n);
+                set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -776,13 +855,16 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
     lock(c);
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
+        c->stats.misses++;
         unlock(c);
         return YYC_NOTFOUND;
     }
     if (__builtin_expect(c->expiry.live != 0, 0) && expired_locked(c, n)) {
+        c->stats.misses++;
         drop_expired_and_unlock(c, n);
         return YYC_NOTFOUND;
     }
+    c->stats.hits++;
     void *v = n->value;
     /* Start the loads of the value object (retained below; without callbacks the value may
      * not be a pointer at all) and of the neighbours (relinked by the move) together: on a large
@@ -842,7 +924,10 @@ static int remove_impl(yyc_memcache *c, const void *key, size_t key_len,
     }
     bump_generation_locked(c, key, key_len);
     yyc__lru_node *n = yyc__lru_map_unlink_key(&c->map, key, key_len);
-    if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+    if (n) {
+        if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+        set_cause_locked(c, n, YYC_REMOVED_EXPLICIT);
+    }
     unlock_and_release(c, n);
     return YYC_OK;
 }
@@ -860,25 +945,30 @@ int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t k
  * NULL); otherwise the caller releases *out_list after unlocking. The old bucket array is
  * returned in *out_table for the caller to free after unlocking. Returns whether the release
  * job must be scheduled. */
-static bool detach_all_locked(yyc_memcache *c, bool async, yyc__lru_node **out_list,
-                              void **out_table) {
+static bool detach_all_locked(yyc_memcache *c, bool async, yyc_removal_cause cause,
+                              yyc__lru_node **out_list, void **out_table) {
     yyc__assert_held(&c->lock);
     yyc__lru_node *tail = c->map.tail;
+    size_t count = yyc__lru_map_count(&c->map);
     yyc__lru_node *list = yyc__lru_map_detach_all(&c->map, out_table);
     yyc__expiry_clear(&c->expiry);
+    if (list) { /* the head carries the chain's cause (see the top of the file) */
+        set_cause_locked(c, list, cause);
+        c->stats.removals[cause] += count - 1;
+    }
     *out_list = NULL;
     if (async) return stash_list_locked(c, list, tail);
     *out_list = list;
     return false;
 }
 
-void yyc_memcache_remove_all(yyc_memcache *c) {
-    if (!c) return;
+/* remove_all, reporting every entry with cause. */
+static void remove_all_because(yyc_memcache *c, yyc_removal_cause cause) {
     yyc__lru_node *list;
     void *table;
     lock(c);
     c->generation_epoch++; /* a write on every key (memory_cache.h) */
-    bool queue_release = detach_all_locked(c, c->release_async, &list, &table);
+    bool queue_release = detach_all_locked(c, c->release_async, cause, &list, &table);
     unlock(c);
     free(table);
     if (queue_release) schedule_release(c);
@@ -888,6 +978,11 @@ void yyc_memcache_remove_all(yyc_memcache *c) {
         release_list(c, list);
         scope_exit(&scope);
     }
+}
+
+void yyc_memcache_remove_all(yyc_memcache *c) {
+    if (!c) return;
+    remove_all_because(c, YYC_REMOVED_EXPLICIT);
 }
 
 /* --- totals and limits --- */
@@ -987,12 +1082,13 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
     bool queue_release = false;
     yyc__lru_node *list = NULL, *tail = NULL;
 
-    if (!zero) purge_expired(c, on_worker); /* every trim, also one within its limit */
+    purge_expired(c, on_worker); /* every trim, also one within its limit or to zero */
     lock(c);
     bool async = c->release_async && !on_worker;
     if (zero) {
         void *table;
-        queue_release = detach_all_locked(c, async, &list, &table);
+        yyc_removal_cause cause = kind == TRIM_AGE ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED;
+        queue_release = detach_all_locked(c, async, cause, &list, &table);
         unlock(c);
         free(table);
         if (queue_release) schedule_release(c);
@@ -1014,7 +1110,11 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
             bool finished = !over_limit_locked(c, kind, limit, age, now);
             if (!finished) {
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
-                if (n && c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                if (n) {
+                    if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                    set_cause_locked(c, n, kind == TRIM_AGE ? YYC_REMOVED_EXPIRED
+                                                            : YYC_REMOVED_EVICTED);
+                }
                 if (tail) tail->next = n;
                 else list = n;
                 tail = n;
@@ -1049,9 +1149,10 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
             bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
                                                      &list, &tail);
             begin = false;
-            if (c->expiry.live)
-                for (yyc__lru_node *n = before ? before->next : list; n; n = n->next)
-                    yyc__expiry_forget(&c->expiry, n);
+            for (yyc__lru_node *n = before ? before->next : list; n; n = n->next) {
+                if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
+                set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
+            }
             if (finished && c->release_async && !on_worker) {
                 queue_release = stash_list_locked(c, list, tail);
                 list = NULL;
@@ -1176,7 +1277,7 @@ void yyc_memcache_handle_memory_warning(yyc_memcache *c) {
     /* Read after the handler ran: it may have changed the flag. */
     bool remove_all = c->remove_all_on_memory_warning;
     unlock(c);
-    if (remove_all) yyc_memcache_remove_all(c);
+    if (remove_all) remove_all_because(c, YYC_REMOVED_MEMORY_PRESSURE);
     scope_exit(&scope);
 }
 
@@ -1192,8 +1293,337 @@ void yyc_memcache_handle_enter_background(yyc_memcache *c) {
     lock(c);
     bool remove_all = c->remove_all_on_enter_background;
     unlock(c);
-    if (remove_all) yyc_memcache_remove_all(c);
+    if (remove_all) remove_all_because(c, YYC_REMOVED_MEMORY_PRESSURE);
     scope_exit(&scope);
+}
+
+/* --- removal events --- */
+
+void yyc_memcache_set_removal_listener(yyc_memcache *c, yyc_memcache_removal_fn fn, void *ctx) {
+    if (!c) return;
+    lock(c);
+    c->removal_fn = fn;
+    c->removal_ctx = ctx;
+    atomic_store_explicit(&c->listening, fn != NULL, memory_order_relaxed);
+    unlock(c);
+}
+
+/* --- statistics --- */
+
+int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out) {
+    if (!c || !out) return YYC_EINVAL;
+    lock(c);
+    *out = c->stats;
+    unlock(c);
+    return YYC_OK;
+}
+
+void yyc_memcache_reset_statistics(yyc_memcache *c) {
+    if (!c) return;
+    lock(c);
+    memset(&c->stats, 0, sizeof c->stats);
+    unlock(c);
+}
+
+/* --- loading with single flight --- */
+
+/* A caller waiting for a load (begin_load joined a flight). */
+typedef struct load_waiter {
+    struct load_waiter *next;
+    yyc_memcache_loaded_fn done;
+    void *done_ctx;
+} load_waiter;
+
+/* A load under way: in c->flights from begin_load until finish_load takes it out (under the
+ * lock); owned by the loader meanwhile. The key is copied after the struct. */
+struct yyc_memcache_flight {
+    struct yyc_memcache_flight *next;
+    pthread_t loader;     /* the thread of begin_load */
+    bool blocking;        /* begun by a blocking caller (a blocking join from loader: EBUSY) */
+    load_waiter *waiters; /* joined callers, newest first */
+    size_t key_len;
+    unsigned char key[];
+};
+
+/* The flight loading key (under lock), or NULL. */
+static struct yyc_memcache_flight *find_flight_locked(yyc_memcache *c, const void *key,
+                                                      size_t key_len) {
+    yyc__assert_held(&c->lock);
+    for (struct yyc_memcache_flight *f = c->flights; f; f = f->next)
+        if (f->key_len == key_len && (key_len == 0 || memcmp(f->key, key, key_len) == 0)) return f;
+    return NULL;
+}
+
+/* Copies a stored value out for a caller (under lock): a retained reference in *(void **)dst
+ * (pointer caches) or the bytes copied with the type's copy callback (inline caches). */
+static void copy_out_locked(yyc_memcache *c, void *dst, const void *src_slot) {
+    yyc__assert_held(&c->lock);
+    if (c->inline_values) {
+        if (c->itype.copy) c->itype.copy(c->itype.ctx, dst, src_slot);
+        else memcpy(dst, src_slot, c->value_size);
+    } else {
+        void *v;
+        memcpy(&v, src_slot, sizeof v);
+        *(void **)dst = (v && c->cb.retain) ? c->cb.retain(c->cb.ctx, v) : v;
+    }
+}
+
+int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, void *out_value,
+                            yyc_memcache_loaded_fn done, void *done_ctx, bool blocking,
+                            yyc_memcache_flight **out_flight) {
+    if (out_flight) *out_flight = NULL;
+    if (!c || !out_value || !out_flight || !done || (!key && key_len > 0)) return YYC_EINVAL;
+    if (key_len > UINT32_MAX) return YYC_ETOOBIG;
+    if (!c->inline_values) *(void **)out_value = NULL;
+    yyc__lru_node *expired = NULL;
+    lock(c);
+    yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
+    if (n && c->expiry.live && expired_locked(c, n)) { /* reported expired; then a miss */
+        yyc__lru_map_unlink(&c->map, n);
+        yyc__expiry_forget(&c->expiry, n);
+        set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
+        expired = n;
+        n = NULL;
+    }
+    int rc;
+    if (n) {
+        c->stats.hits++;
+        copy_out_locked(c, out_value, node_slot(c, n));
+        n->time = clock_now();
+        yyc__lru_map_touch(&c->map, n);
+        rc = YYC_OK;
+    } else {
+        struct yyc_memcache_flight *f = find_flight_locked(c, key, key_len);
+        if (f && blocking && f->blocking && pthread_equal(f->loader, pthread_self())) {
+            rc = YYC_EBUSY; /* the load of this key asks for it: it would wait for itself */
+        } else if (f) {
+            load_waiter *w = malloc(sizeof *w);
+            if (w) {
+                *w = (load_waiter){.next = f->waiters, .done = done, .done_ctx = done_ctx};
+                f->waiters = w;
+                c->stats.misses++;
+                rc = YYC_NOTFOUND;
+            } else {
+                rc = YYC_ENOMEM;
+            }
+        } else {
+            f = malloc(sizeof *f + key_len);
+            if (f) {
+                *f = (struct yyc_memcache_flight){.next = c->flights, .loader = pthread_self(),
+                                                  .blocking = blocking, .key_len = key_len};
+                if (key_len) memcpy(f->key, key, key_len);
+                c->flights = f;
+                c->stats.misses++;
+                *out_flight = f;
+                rc = YYC_NOTFOUND;
+            } else {
+                rc = YYC_ENOMEM;
+            }
+        }
+    }
+    unlock_and_release(c, expired);
+    return rc;
+}
+
+/* The end of every load: takes the flight out (under the lock), counts the load, and hands the
+ * result to each waiter (value borrowed for the calls), with no lock held. */
+static void complete_flight(yyc_memcache *c, struct yyc_memcache_flight *f, int status,
+                            void *value, void *error, uint64_t load_ns) {
+    lock(c);
+    struct yyc_memcache_flight **p = &c->flights;
+    while (*p != f) p = &(*p)->next;
+    *p = f->next;
+    load_waiter *w = f->waiters;
+    if (status == YYC_OK) c->stats.loads++;
+    else c->stats.load_failures++;
+    c->stats.total_load_time_ns += load_ns;
+    unlock(c);
+    free(f);
+    while (w) {
+        load_waiter *next = w->next;
+        w->done(w->done_ctx, status, status == YYC_OK ? value : NULL, error);
+        free(w);
+        w = next;
+    }
+}
+
+int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                             void *value, size_t cost, void *error, uint64_t load_ns) {
+    if (!c || !flight || c->inline_values) return YYC_EINVAL;
+    int rc = status;
+    if (status == YYC_OK) /* stored first: a caller arriving meanwhile still joins the flight */
+        rc = set_impl(c, flight->key, flight->key_len, value, NULL, cost, false, NULL, NULL, NAN);
+    complete_flight(c, flight, status, value, error, load_ns);
+    return rc;
+}
+
+int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                                    const void *value, size_t cost, void *error,
+                                    uint64_t load_ns) {
+    if (!c || !flight || !c->inline_values || (status == YYC_OK && !value)) return YYC_EINVAL;
+    if (status != YYC_OK) {
+        complete_flight(c, flight, status, NULL, error, load_ns);
+        return status;
+    }
+    /* The waiters get a copy: the value itself moves into the cache first, where a concurrent
+     * call may drop it before they are called. */
+    _Alignas(16) unsigned char copy[SLOT_MAX];
+    if (c->itype.copy) c->itype.copy(c->itype.ctx, copy, value);
+    else memcpy(copy, value, c->value_size);
+    int rc = set_impl(c, flight->key, flight->key_len, NULL, value, cost, true, NULL, NULL, NAN);
+    complete_flight(c, flight, status, copy, error, load_ns);
+    callback_scope scope;
+    scope_enter(&scope, c);
+    drop_slot(c, copy);
+    if (rc != YYC_OK) drop_slot(c, (void *)value); /* not taken by the store: ours to destroy */
+    scope_exit(&scope);
+    return rc;
+}
+
+/* A blocking caller waiting for another caller's load (get_or_load). */
+typedef struct sync_waiter {
+    yyc_memcache *cache;
+    void *out_value;
+    pthread_cond_t cond;
+    int status;
+    bool done;
+} sync_waiter;
+
+/* The waiter's done callback (on the finishing thread): copies the value out under the lock,
+ * then wakes the waiter. */
+static void sync_waiter_done(void *ctx, int status, void *value, void *error) {
+    (void)error;
+    sync_waiter *w = ctx;
+    yyc_memcache *c = w->cache;
+    lock(c);
+    if (status == YYC_OK) copy_out_locked(c, w->out_value, c->inline_values ? value : &value);
+    w->status = status;
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+    unlock(c); /* w may be gone from here on */
+}
+
+static uint64_t elapsed_ns(double since) {
+    double d = yyc__monotonic_now() - since;
+    return d > 0 ? (uint64_t)(d * 1e9) : 0;
+}
+
+/* Both blocking get-or-loads (out_value: a void ** or the inline bytes). */
+static int get_or_load_impl(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                            yyc_memcache_load_fn load, void *ctx, void *out_value) {
+    sync_waiter w = {.cache = c, .out_value = out_value};
+    if (pthread_cond_init(&w.cond, NULL) != 0) return YYC_ENOMEM;
+    yyc_memcache_flight *flight;
+    int rc = yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, true,
+                                     &flight);
+    if (rc == YYC_NOTFOUND && flight) {
+        double start = yyc__monotonic_now();
+        rc = load(ctx, key, key_len, out_value);
+        uint64_t ns = elapsed_ns(start);
+        if (rc != YYC_OK) {
+            yyc_memcache_finish_load(c, flight, rc, NULL, 0, NULL, ns);
+        } else if (!c->inline_values) {
+            (void)yyc_memcache_finish_load(c, flight, YYC_OK, *(void **)out_value, cost, NULL, ns);
+        } else {
+            /* The cache takes a copy; the caller keeps the loaded value. */
+            _Alignas(16) unsigned char copy[SLOT_MAX];
+            if (c->itype.copy) c->itype.copy(c->itype.ctx, copy, out_value);
+            else memcpy(copy, out_value, c->value_size);
+            (void)yyc_memcache_finish_load_inline(c, flight, YYC_OK, copy, cost, NULL, ns);
+        }
+    } else if (rc == YYC_NOTFOUND) {
+        lock(c);
+        while (!w.done) pthread_cond_wait(&w.cond, &c->lock);
+        unlock(c);
+        rc = w.status;
+    }
+    pthread_cond_destroy(&w.cond);
+    return rc;
+}
+
+int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                             yyc_memcache_load_fn load, void *ctx, void **out_value) {
+    if (out_value) *out_value = NULL;
+    if (!c || !load || !out_value || c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
+    int rc = get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
+    if (rc != YYC_OK) *out_value = NULL;
+    return rc;
+}
+
+int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                    size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                    void *out_value) {
+    if (!c || !load || !out_value || !c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
+    return get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
+}
+
+/* --- keys --- */
+
+/* Both copies: a key array (values NULL) or an entry array with retained values. */
+static int copy_keys_impl(yyc_memcache *c, bool with_values, void **out, size_t *out_count) {
+    callback_scope scope;
+    scope_enter(&scope, c);
+    purge_expired(c, false); /* removed, and reported, as by a trim */
+    lock(c);
+    double now = c->expiry.live ? ttl_now() : 0; /* one clock reading for both passes */
+    size_t count = 0, bytes = 0;
+    for (yyc__lru_node *n = c->map.head; n; n = n->next) {
+        if (expired_at_locked(c, n, now)) continue; /* expired since the purge */
+        count++;
+        bytes += n->key_len;
+    }
+    int rc = YYC_OK;
+    size_t item = with_values ? sizeof(yyc_memcache_entry) : sizeof(yyc_memcache_key);
+    if (count) {
+        unsigned char *array =
+            count <= (SIZE_MAX - bytes) / item ? malloc(count * item + bytes) : NULL;
+        if (array) {
+            unsigned char *at = array + count * item;
+            size_t i = 0;
+            for (yyc__lru_node *n = c->map.head; n && i < count; n = n->next) {
+                if (expired_at_locked(c, n, now)) continue;
+                if (n->key_len) memcpy(at, n->key, n->key_len);
+                if (with_values) {
+                    yyc_memcache_entry *e = (yyc_memcache_entry *)array + i;
+                    *e = (yyc_memcache_entry){.key = at, .key_len = n->key_len};
+                    copy_out_locked(c, &e->value, &n->value);
+                } else {
+                    yyc_memcache_key *k = (yyc_memcache_key *)array + i;
+                    *k = (yyc_memcache_key){.bytes = at, .len = n->key_len};
+                }
+                i++;
+                at += n->key_len;
+            }
+            *out = array;
+            *out_count = count;
+        } else {
+            rc = YYC_ENOMEM;
+        }
+    }
+    unlock(c);
+    scope_exit(&scope);
+    return rc;
+}
+
+int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys, size_t *out_count) {
+    if (out_keys) *out_keys = NULL;
+    if (out_count) *out_count = 0;
+    if (!c || !out_keys || !out_count) return YYC_EINVAL;
+    void *array = NULL;
+    int rc = copy_keys_impl(c, false, &array, out_count);
+    *out_keys = array;
+    return rc;
+}
+
+int yyc_memcache_copy_entries(yyc_memcache *c, yyc_memcache_entry **out_entries,
+                              size_t *out_count) {
+    if (out_entries) *out_entries = NULL;
+    if (out_count) *out_count = 0;
+    if (!c || !out_entries || !out_count || c->inline_values) return YYC_EINVAL;
+    void *array = NULL;
+    int rc = copy_keys_impl(c, true, &array, out_count);
+    *out_entries = array;
+    return rc;
 }
 
 /* --- test hooks --- */

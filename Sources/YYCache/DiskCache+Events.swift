@@ -33,7 +33,7 @@ extension DiskCache {
         withOpenCore { core -> CacheStatistics in
             var s = yyc_cache_statistics()
             _ = yyc_diskcache_statistics(core, &s)
-            return CacheStatistics(cStatistics: s)
+            return CacheStatistics(s)
         } ?? CacheStatistics()
     }
 

@@ -138,8 +138,14 @@ public final class DiskCache: Sendable {
     /// shared core stays open for other objects on the path; when this was the last one, the
     /// core is closed and a new `DiskCache(path:)` opens a fresh one. Idempotent.
     ///
-    /// The corresponding C function is `yyc_diskcache_release`.
+    /// Writes queued in ``DiskWriteMode/deferred(maxDelay:)`` mode are committed first, also
+    /// while another object keeps the core open (a failure is reported to ``didReportError``
+    /// and ``reportedErrors(bufferSize:)``, and the writes stay queued for the core's next
+    /// commit).
+    ///
+    /// The corresponding C functions are `yyc_diskcache_flush` and `yyc_diskcache_release`.
     public func close() {
+        _ = withOpenCore { yyc_diskcache_flush($0) }
         let handle: OpaquePointer? = state.withLock { state in
             guard !state.closed else { return nil }
             state.closed = true

@@ -62,33 +62,5 @@ private func diskCacheRemovalListener(_ ctx: UnsafeMutableRawPointer?, _ key: Un
                                       _ cause: yyc_removal_cause) {
     guard let ctx, let key else { return }
     Unmanaged<DiskCacheRemovalHub>.fromOpaque(ctx).takeUnretainedValue()
-        .deliver(String(cString: key), CacheRemovalCause(cCause: cause))
-}
-
-extension CacheRemovalCause {
-    /// The cause a C listener reports.
-    init(cCause cause: yyc_removal_cause) {
-        switch cause {
-        case YYC_REMOVED_REPLACED: self = .replaced
-        case YYC_REMOVED_EXPIRED: self = .expired
-        case YYC_REMOVED_EVICTED: self = .evicted
-        case YYC_REMOVED_MEMORY_PRESSURE: self = .memoryPressure
-        default: self = .explicit
-        }
-    }
-}
-
-extension CacheStatistics {
-    /// The statistics a C core reports.
-    init(cStatistics s: yyc_cache_statistics) {
-        let causes: [(CacheRemovalCause, UInt64)] = [
-            (.explicit, s.removals.0), (.replaced, s.removals.1), (.expired, s.removals.2),
-            (.evicted, s.removals.3), (.memoryPressure, s.removals.4),
-        ]
-        var removals: [CacheRemovalCause: Int] = [:]
-        for (cause, count) in causes where count > 0 { removals[cause] = Int(count) }
-        self.init(hits: Int(s.hits), misses: Int(s.misses), insertions: Int(s.insertions),
-                  removals: removals, loads: Int(s.loads), loadFailures: Int(s.load_failures),
-                  totalLoadTime: .nanoseconds(Int64(clamping: s.total_load_time_ns)))
-    }
+        .deliver(String(cString: key), CacheRemovalCause(cValue: cause))
 }

@@ -56,8 +56,7 @@ extension MemoryCache {
             return stored
         }
         // The C core retains what it stores; our reference ends after the call.
-        let object: AnyObject =
-            Self.storesObjectsDirectly ? unsafeBitCast(value, to: AnyObject.self) : MemoryCacheBox(value)
+        let object = Self.object(for: value, key: key)
         withExtendedLifetime(object) {
             let pointer = Unmanaged.passUnretained(object).toOpaque()
             _ = key.withCacheKeyBytes {

@@ -56,6 +56,12 @@ import CYYCache
 /// `Value: Sendable` (they send values to other threads). Setting either one on a cache created
 /// in a generic context switches it to the first behaviour.
 ///
+/// Keys live in the C core as bytes. ``keys`` and ``didRemoveValue`` rebuild keys of the
+/// library's own ``CacheKey`` types (`String`, `Substring`, `Int`, `Int64`, `UInt64`, `UUID`,
+/// `Data`, `[UInt8]`) from those bytes; a cache keyed by any other type keeps each key next to
+/// its value instead (every value is then boxed with its key: one allocation per set, as for
+/// large values).
+///
 /// Values stored inline are moved in and out of the C entries with `memcpy` only when Swift
 /// says the type is bitwise takable (most Swift types); other types (values holding a `weak`
 /// reference, C++ types with a copy or move constructor or a destructor, imported with C++
@@ -84,12 +90,22 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// themselves, which saves an allocation per set and a retain/release pair per get.
     /// A static property, so a specialized get or set folds it to a constant.
     @inlinable
-    static var storesObjectsDirectly: Bool { MemoryCacheStorage<Value>.storesObjects }
+    static var storesObjectsDirectly: Bool {
+        MemoryCacheStorage<Value>.storesObjects && !storesKeysWithValues
+    }
 
     /// Whether values are stored inline in the C entries (see `MemoryCacheStorage`); folds
     /// to a constant like ``storesObjectsDirectly``.
     @inlinable
-    static var storesValuesInline: Bool { MemoryCacheStorage<Value>.storesInline }
+    static var storesValuesInline: Bool {
+        MemoryCacheStorage<Value>.storesInline && !storesKeysWithValues
+    }
+
+    /// Whether each value is stored with its key in a ``MemoryCacheKeyedBox``: keys of a type
+    /// that cannot be rebuilt from their bytes (``CacheKeyRebuild``), so that ``keys`` and
+    /// removal events can return them. Folds to a constant like ``storesObjectsDirectly``.
+    @inlinable
+    static var storesKeysWithValues: Bool { !CacheKeyRebuild<Key>.isSupported }
 
     let state: Protected<State>
 
@@ -153,6 +169,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         events.cache = self
         events.retainUntilFreed(by: handle)
         events.installEventHandlers(on: handle)
+        Self.answerSystemMemoryPressureByDefault(handle, releasesOnCallersOnly: releasesOnCallersOnly)
     }
 
     deinit {
@@ -248,10 +265,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         let status = key.withCacheKeyBytes { yyc_memcache_get(handle, $0.baseAddress, $0.count, &out) }
         guard status == 0, let out else { return nil }
         // The C core retained the object under its lock and transferred that reference to us.
-        if Self.storesObjectsDirectly {
-            return unsafeBitCast(Unmanaged<AnyObject>.fromOpaque(out).takeRetainedValue(), to: Value.self)
-        }
-        return Unmanaged<MemoryCacheBox<Value>>.fromOpaque(out).takeRetainedValue().value
+        return Self.takeValue(retained: out)
     }
 
     /// Stores `value` for `key` (replacing any previous value) and makes the entry the most
@@ -310,8 +324,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         // The C core takes its own reference (retain callback) before set returns; ours ends
         // after the call. ENOMEM is the only failure and leaves the cache unchanged. Class
         // instances are stored as they are, other values in a box.
-        let object: AnyObject =
-            Self.storesObjectsDirectly ? unsafeBitCast(value, to: AnyObject.self) : MemoryCacheBox(value)
+        let object = Self.object(for: value, key: key)
         withExtendedLifetime(object) {
             let pointer = Unmanaged.passUnretained(object).toOpaque()
             _ = key.withCacheKeyBytes {

@@ -95,6 +95,18 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// Called by the C core's enter-background hook, on the thread of `handleEnterBackground()`.
     func enterBackground() {}
 
+    /// Called by the C core's removal listener for each entry that left (after it left, with no
+    /// lock held, on the releasing thread): `key` and `value` are borrowed for the call (`value`
+    /// is the stored object, or the address of an inline value's bytes).
+    func removed(key: UnsafeRawBufferPointer, value: UnsafeMutableRawPointer, cause: yyc_removal_cause) {}
+
+    /// Installs (or, with `false`, removes) the C removal listener on `handle`, with `self` as
+    /// its context (not retained: the C cache keeps `self` alive until it is freed).
+    func listenForRemovals(on handle: OpaquePointer, _ listen: Bool) {
+        yyc_memcache_set_removal_listener(
+            handle, listen ? memoryCacheRemoved : nil, Unmanaged.passUnretained(self).toOpaque())
+    }
+
     /// The value callbacks for `yyc_memcache_new`, with `self` as their context (not retained).
     func valueCallbacks() -> yyc_value_callbacks {
         yyc_value_callbacks(
@@ -205,6 +217,16 @@ private func memoryCacheMemoryWarning(_ cache: OpaquePointer?, _ ctx: UnsafeMuta
 private func memoryCacheEnterBackground(_ cache: OpaquePointer?, _ ctx: UnsafeMutableRawPointer?) {
     guard let ctx else { return }
     Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().enterBackground()
+}
+
+// The removal listener (no lock held; the key and value are borrowed for the call).
+private func memoryCacheRemoved(
+    _ ctx: UnsafeMutableRawPointer?, _ key: UnsafeRawPointer?, _ keyLength: Int,
+    _ value: UnsafeMutableRawPointer?, _ cause: yyc_removal_cause
+) {
+    guard let ctx, let value else { return }
+    Unmanaged<MemoryCacheCallbacks>.fromOpaque(ctx).takeUnretainedValue().removed(
+        key: UnsafeRawBufferPointer(start: key, count: keyLength), value: value, cause: cause)
 }
 
 // The free handler: the C cache is gone and calls back no more; drop its reference.

@@ -356,8 +356,18 @@ static bool is_rollback(const char *sql) {
 }
 
 /* A failed step has not run: the statement stays where it was (the caller resets it). */
+static fi_step_filter step_filter;
+static void *step_filter_ctx;
+
+void fi_set_step_filter(fi_step_filter fn, void *ctx) {
+    step_filter_ctx = ctx;
+    __atomic_store_n(&step_filter, fn, __ATOMIC_RELEASE);
+}
+
 int __wrap_sqlite3_step(sqlite3_stmt *s) {
     int e;
+    fi_step_filter filter = __atomic_load_n(&step_filter, __ATOMIC_ACQUIRE);
+    if (filter && (e = filter(step_filter_ctx, s)) != 0) return e;
     if (is_rollback(sqlite3_sql(s))) return __real_sqlite3_step(s);
     return point(FI_SQLITE_STEP, &e) ? e : __real_sqlite3_step(s);
 }

@@ -95,6 +95,14 @@ const char *fi_kind_name(fi_kind kind);
 bool fi_error_is_transient(fi_kind kind, int error);
 const char *fi_error_name(fi_kind kind, int error);
 
+/* A filter on every sqlite3_step of every thread, armed or not: fn returns 0 to run the step,
+ * or an SQLite result code that the step returns instead (the statement does not run). It may
+ * block (to hold a writer inside its commit) and may use the statement's connection. NULL
+ * removes it. Set it while no other thread steps. */
+struct sqlite3_stmt;
+typedef int (*fi_step_filter)(void *ctx, struct sqlite3_stmt *stmt);
+void fi_set_step_filter(fi_step_filter fn, void *ctx);
+
 /* statvfs/fstatvfs report this many bytes available (f_bavail) on every file system; negative
  * (the default) reports the truth. Independent of arming. */
 void fi_set_fake_free_bytes(int64_t bytes);

@@ -48,9 +48,9 @@
 
 enum { REC_BEGIN = 1, REC_END = 2, REC_OBSERVE = 3, REC_SESSION = 4 };
 enum { OP_NONE = 0, OP_SET = 1, OP_REMOVE = 2, OP_REMOVE_ALL = 3, OP_REMOVE_ALL_SLOW = 4,
-       OP_TRIM = 5, OP_COUNT = 6 };
+       OP_TRIM = 5, OP_FLUSH = 6, OP_COUNT = 7 };
 static const char *const op_names[OP_COUNT] = {"none", "set", "remove", "remove_all",
-                                               "remove_all_progress", "trim"};
+                                               "remove_all_progress", "trim", "flush"};
 
 #define REC_MAGIC 0x4C435959u /* "YYCL" */
 
@@ -667,6 +667,214 @@ static int child_check(int argc, char **argv) {
     return failed ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- deferred mode */
+
+/* The deferred harness (--child harness-deferred): the cache in deferred mode with a short
+ * maximum delay, so that background commits land all the time; sets, removes, reads (each must
+ * see exactly what this process acknowledged, queued or not) and now and then a flush. The
+ * checker (--child check-deferred) then requires what survived the kill to be exactly the state
+ * after some prefix of the session's acknowledged writes, in order - plus, possibly, the write
+ * cut by the kill (it may have been queued and committed before its END record) - and at least
+ * the prefix up to the last completed flush. It rewrites the log as the state it saw (OBSERVE
+ * records), so each cycle starts from a known state and the log stays short. */
+
+#define DEFERRED_DELAY 0.005
+
+static void h_flush(harness *h) {
+    log_rec(h->log_fd, REC_BEGIN, OP_FLUSH, ALL_KEYS, 0, 0);
+    int s = yyc_diskcache_flush(h->dc);
+    log_rec(h->log_fd, REC_END, OP_FLUSH, ALL_KEYS, 0, s);
+    if (s != YYC_OK) harness_fail("flush", ALL_KEYS, s);
+}
+
+static void harness_deferred_step(harness *h) {
+    unsigned k = (unsigned)rel_rand_range(&h->rng, 0, NKEYS - 1);
+    unsigned r = (unsigned)rel_rand_range(&h->rng, 0, 999);
+    if (r < 300) h_get(h, k);
+    else if (r < 400) h_contains(h, k);
+    else if (r < 640) h_set(h, k, false);
+    else if (r < 800) h_set(h, k, true);
+    else if (r < 985) h_remove(h, k);
+    else if (r < 990) h_flush(h);
+    else
+        for (int i = 0; i < 8; i++) h_set(h, (unsigned)rel_rand_range(&h->rng, 0, NKEYS - 1), true);
+}
+
+/* --child harness-deferred DIR LOG SEED READY_FD: loops until killed. */
+static int child_harness_deferred(int argc, char **argv) {
+    if (argc != 5) return 2;
+    harness h;
+    memset(&h, 0, sizeof h);
+    h.rng = strtoull(argv[3], NULL, 0);
+    harness_open(&h, argv[1], argv[2]);
+    int s = yyc_diskcache_set_write_mode(h.dc, YYC_WRITE_DEFERRED, DEFERRED_DELAY);
+    if (s != YYC_OK) harness_fail("set_write_mode", ALL_KEYS, s);
+    int ready = atoi(argv[4]);
+    if (ready >= 0) {
+        signal(SIGPIPE, SIG_IGN);
+        ssize_t w = write(ready, "r", 1);
+        (void)w;
+        close(ready);
+    }
+    for (unsigned k = 0; k < NKEYS; k++) /* (exact after a check; pinned otherwise) */
+        if (!state_exact(&h.st.k[k])) h_get(&h, k);
+    for (;;) harness_deferred_step(&h);
+}
+
+/* One acknowledged write of the session: key k now holds version v (0: removed). */
+typedef struct acked_write {
+    uint16_t k;
+    uint64_t v;
+} acked_write;
+
+typedef struct session_log {
+    uint64_t base[NKEYS]; /* the state the session started from (OBSERVE records) */
+    acked_write *w;       /* the session's acknowledged writes, in order */
+    size_t n, cap;
+    size_t durable;       /* writes acknowledged before the last completed flush began */
+    bool has_cut;         /* a write began and was not acknowledged (the kill cut it) */
+    acked_write cut;
+    uint64_t max_version;
+    long flushes;
+} session_log;
+
+static void session_push(session_log *L, acked_write w) {
+    if (L->n == L->cap) {
+        L->cap = L->cap ? L->cap * 2 : 1024;
+        L->w = realloc(L->w, L->cap * sizeof *L->w);
+        if (!L->w) _exit(2);
+    }
+    L->w[L->n++] = w;
+}
+
+static void session_replay(const char *path, session_log *L) {
+    memset(L, 0, sizeof *L);
+    size_t len = 0;
+    unsigned char *buf = rel_read_file(path, &len);
+    if (!buf) return;
+    rec open = {0};
+    size_t flush_begin = 0;
+    for (size_t off = 0; off + sizeof(rec) <= len; off += sizeof(rec)) {
+        rec x;
+        memcpy(&x, buf + off, sizeof x);
+        if (x.magic != REC_MAGIC || x.check != rec_sum(&x)) continue;
+        if (x.version > L->max_version) L->max_version = x.version;
+        switch (x.kind) {
+        case REC_OBSERVE:
+            if (x.key < NKEYS) L->base[x.key] = x.version;
+            break;
+        case REC_SESSION: /* (one session per check: the checker rewrites the log) */
+            L->n = 0;
+            L->durable = 0;
+            open.kind = 0;
+            break;
+        case REC_BEGIN:
+            open = x;
+            if (x.op == OP_FLUSH) flush_begin = L->n;
+            break;
+        case REC_END:
+            open.kind = 0;
+            if (x.status != YYC_OK) break; /* (the harness stops at its first error) */
+            if (x.op == OP_FLUSH) {
+                L->durable = flush_begin;
+                L->flushes++;
+            } else if (x.key < NKEYS && x.op == OP_SET) {
+                session_push(L, (acked_write){x.key, x.version});
+            } else if (x.key < NKEYS && x.op == OP_REMOVE) {
+                session_push(L, (acked_write){x.key, 0});
+            }
+            break;
+        }
+    }
+    if (open.kind == REC_BEGIN && open.key < NKEYS && (open.op == OP_SET || open.op == OP_REMOVE)) {
+        L->has_cut = true;
+        L->cut = (acked_write){open.key, open.op == OP_SET ? open.version : 0};
+    }
+    free(buf);
+}
+
+/* --child check-deferred DIR LOG: the prefix property (see harness-deferred). Exit 0 = holds. */
+static int child_check_deferred(int argc, char **argv) {
+    if (argc != 3) return 2;
+    const char *dir = argv[1];
+    session_log L;
+    session_replay(argv[2], &L);
+    bool failed = false;
+    yyc_diskcache *dc = NULL;
+    int s = yyc_diskcache_open(dir, REL_THRESHOLD, &dc);
+    REL_CHECK(s == YYC_OK, "the cache does not reopen after a kill: %s", rel_last_error());
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    uint64_t seen[NKEYS];
+    for (unsigned k = 0; k < NKEYS; k++) {
+        char key[16];
+        key_name(k, key);
+        void *value = NULL;
+        size_t len = 0;
+        s = yyc_diskcache_get(dc, key, &value, &len);
+        seen[k] = 0;
+        if (s == YYC_OK) {
+            const char *why = NULL;
+            seen[k] = rel_value_check(key, value, len, &why);
+            if (!seen[k]) {
+                fprintf(stderr, "check: key %u reads a bad value (%zu bytes): %s\n", k, len, why);
+                failed = true;
+            }
+            void *ext = NULL;
+            size_t ext_len = 0;
+            rel_ext want = rel_ext_make(key, seen[k]);
+            if (seen[k] && (yyc_diskcache_get_extended_data(dc, key, &ext, &ext_len) != YYC_OK ||
+                            ext_len != sizeof want || memcmp(ext, &want, sizeof want) != 0)) {
+                fprintf(stderr, "check: key %u: extended data does not match the value\n", k);
+                failed = true;
+            }
+            yyc_free(ext);
+        } else if (s != YYC_NOTFOUND) {
+            fprintf(stderr, "check: get(key %u) failed: %s\n", k, rel_last_error());
+            failed = true;
+        }
+        yyc_free(value);
+    }
+    /* The states after 0, 1, ..., n acknowledged writes (and the cut one): which one is it? */
+    uint64_t st[NKEYS];
+    memcpy(st, L.base, sizeof st);
+    long match = -1;
+    size_t total = L.n + (L.has_cut ? 1 : 0);
+    for (size_t p = 0; p <= total && match < 0; p++) {
+        if (p > 0) {
+            acked_write w = p <= L.n ? L.w[p - 1] : L.cut;
+            st[w.k] = w.v;
+        }
+        if (p >= L.durable && memcmp(st, seen, sizeof st) == 0) match = (long)p;
+    }
+    if (match < 0) {
+        fprintf(stderr, "check: what survived is no prefix of the %zu acknowledged writes (at "
+                        "least %zu flushed, %s write cut by the kill)\n",
+                L.n, L.durable, L.has_cut ? "a" : "no");
+        failed = true;
+    }
+    rel_manifest_scan scan = rel_scan_manifest(dir);
+    if (scan.rc != SQLITE_OK || scan.missing) {
+        fprintf(stderr, "check: %lld rows name a missing data file (scan rc %d)\n",
+                (long long)scan.missing, scan.rc);
+        failed = true;
+    }
+    yyc_diskcache_release(dc);
+    /* The log becomes the state seen (and the highest version, so versions stay unique). */
+    int fd = open(argv[2], O_WRONLY | O_TRUNC | O_CLOEXEC);
+    if (fd < 0) return 2;
+    close(fd);
+    fd = log_open(argv[2]);
+    for (unsigned k = 0; k < NKEYS; k++) log_rec(fd, REC_OBSERVE, OP_NONE, k, seen[k], 0);
+    log_rec(fd, REC_OBSERVE, OP_NONE, ALL_KEYS, L.max_version, 0);
+    close(fd);
+    if (!failed)
+        fprintf(stderr, "check: survived %ld of %zu acknowledged writes (%zu flushed, %ld "
+                        "flushes)\n",
+                match > (long)L.n ? (long)L.n : match, L.n, L.durable, L.flushes);
+    free(L.w);
+    return failed ? 1 : 0;
+}
+
 /* ---------------------------------------------------------------- deterministic crash points */
 
 enum {
@@ -790,9 +998,21 @@ static void print_replay(const char *log, long cycles) {
     fputc('\n', stderr);
 }
 
+static void random_kill_cycles(const char *tag, const char *harness_child, const char *check_child);
+
 static void random_kills_never_tear_or_lose_values(void **state) {
     (void)state;
-    char *dir = test_temp_dir("crash");
+    random_kill_cycles("crash", "harness", "check");
+}
+
+/* Deferred mode: what survives each kill is a prefix of the acknowledged writes, in order. */
+static void deferred_random_kills_keep_a_prefix_of_acknowledged_writes(void **state) {
+    (void)state;
+    random_kill_cycles("crash-deferred", "harness-deferred", "check-deferred");
+}
+
+static void random_kill_cycles(const char *tag, const char *harness_child, const char *check_child) {
+    char *dir = test_temp_dir(tag);
     char *cache = rel_path(dir, "cache");
     char *log = rel_path(dir, "log");
     long cycles = (long)env_u64("YYC_SOAK_CYCLES", 30);
@@ -807,7 +1027,7 @@ static void random_kills_never_tear_or_lose_values(void **state) {
         char seed_arg[32], fd_arg[16];
         snprintf(seed_arg, sizeof seed_arg, "%llu", (unsigned long long)rel_splitmix64(&rng));
         snprintf(fd_arg, sizeof fd_arg, "%d", fds[1]);
-        const char *args[] = {"harness", cache, log, seed_arg, fd_arg, NULL};
+        const char *args[] = {harness_child, cache, log, seed_arg, fd_arg, NULL};
         pid_t pid = rel_spawn(args);
         assert_true(pid > 0);
         close(fds[1]);
@@ -833,14 +1053,14 @@ static void random_kills_never_tear_or_lose_values(void **state) {
                      i, st, (unsigned long long)seed);
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
-        const char *check[] = {"check", cache, log, NULL};
+        const char *check[] = {check_child, cache, log, NULL};
         int rc = rel_run(check, 120.0);
         if (rc != 0)
             fail_msg("cycle %ld: the reopened cache is inconsistent (checker exit %d, seed "
                      "%#llx; see above)",
                      i, rc, (unsigned long long)seed);
     }
-    print_replay(log, cycles);
+    if (strcmp(check_child, "check") == 0) print_replay(log, cycles); /* (deferred: rewritten) */
     test_rm_rf(dir);
     free(cache);
     free(log);
@@ -907,6 +1127,8 @@ static void kills_at_every_file_step_leave_a_consistent_cache(void **state) {
 
 static const rel_child children[] = {
     {"harness", child_harness},
+    {"harness-deferred", child_harness_deferred},
+    {"check-deferred", child_check_deferred},
     {"check", child_check},
     {"crashpoint", child_crashpoint},
     {"soak", child_soak},
@@ -918,6 +1140,7 @@ int main(int argc, char **argv) {
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(random_kills_never_tear_or_lose_values),
+        cmocka_unit_test(deferred_random_kills_keep_a_prefix_of_acknowledged_writes),
         cmocka_unit_test(kills_at_every_file_step_leave_a_consistent_cache),
         cmocka_unit_test(long_mixed_workload_does_not_grow_memory),
     };

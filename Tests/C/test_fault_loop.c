@@ -342,7 +342,9 @@ static void wait_for_worker(void) { yyc__worker_wait_idle(YYC__QUEUE_DISK); }
 
 /* OBJ_KV_CLOSED: a storage the operation itself closes, after a save of n0 (injection off). */
 typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;
-typedef enum accept_kind { ACCEPT_BEFORE_OR_AFTER, ACCEPT_ROW_BY_ROW } accept_kind;
+/* ACCEPT_EACH_WRITE: a batch of independent writes (group commit): each key has its value from
+ * before or from after, and every write acknowledged (batch_acked) has its value from after. */
+typedef enum accept_kind { ACCEPT_BEFORE_OR_AFTER, ACCEPT_ROW_BY_ROW, ACCEPT_EACH_WRITE } accept_kind;
 
 typedef struct fault_case {
     const char *name;
@@ -497,6 +499,67 @@ static int dc_set_blob(void *dc, const char *key, size_t len, unsigned seed) {
     blob x = make_blob(24, seed + 1);
     return yyc_diskcache_set(dc, key, v.bytes, v.len, x.bytes, x.len);
 }
+/* Group commit (yyc__kv_save_each) of a new inline value, a file replacing a file and a file
+ * replacing an inline value: each write succeeds or fails by itself. batch_acked[universe index]
+ * tells which returned YYC_OK. */
+static bool batch_acked[NUNIVERSE];
+
+static int op_kv_save_each(void *kv, const char *dir) {
+    (void)dir;
+    blob v[3] = {make_blob(200, 90), make_blob(4000, 91), make_blob(4000, 92)};
+    blob x = make_blob(24, 93);
+    static const int key_index[3] = {6, 1, 0}; /* n0, a1, a0 */
+    yyc__kv_write w[3], *p[3];
+    for (int i = 0; i < 3; i++) {
+        const char *key = universe[key_index[i]];
+        w[i] = (yyc__kv_write){.key = key, .value = v[i].bytes, .len = v[i].len,
+                               .filename = i ? md5_of(key) : NULL, .extended = x.bytes,
+                               .extended_len = x.len};
+        if (i) { /* (md5_of returns a static buffer) */
+            static char names[3][33];
+            snprintf(names[i], sizeof names[i], "%s", md5_of(key));
+            w[i].filename = names[i];
+        }
+        p[i] = &w[i];
+    }
+    yyc__kv_save_each(kv, p, 3);
+    int rc = YYC_OK;
+    memset(batch_acked, 0, sizeof batch_acked);
+    for (int i = 0; i < 3; i++) {
+        batch_acked[key_index[i]] = w[i].status == YYC_OK;
+        if (w[i].status != YYC_OK && rc == YYC_OK) rc = w[i].status;
+    }
+    return rc;
+}
+
+/* A deferred batch (yyc__kv_apply_batch): a new inline value, a file replacing a file, removals
+ * of an inline and of a file value; all or nothing. */
+static int op_kv_apply_batch(void *kv, const char *dir) {
+    (void)dir;
+    blob v0 = make_blob(200, 94), v1 = make_blob(4000, 95);
+    static char name[33];
+    snprintf(name, sizeof name, "%s", md5_of("a1"));
+    yyc__kv_write w[4] = {
+        {.key = "n0", .value = v0.bytes, .len = v0.len},
+        {.key = "a1", .value = v1.bytes, .len = v1.len, .filename = name},
+        {.key = "a2", .remove = true},
+        {.key = "a3", .remove = true},
+    };
+    yyc__kv_write *p[4] = {&w[0], &w[1], &w[2], &w[3]};
+    return yyc__kv_apply_batch(kv, p, 4);
+}
+
+/* The disk cache in deferred mode: two sets and a removal queued, then flush commits them. */
+static int op_dc_deferred_flush(void *dc, const char *dir) {
+    (void)dir;
+    int rc = yyc_diskcache_set_write_mode(dc, YYC_WRITE_DEFERRED, 3600);
+    if (rc == YYC_OK) rc = dc_set_blob(dc, "n0", 200, 96);
+    if (rc == YYC_OK) rc = dc_set_blob(dc, "a1", 4000, 97);
+    if (rc == YYC_OK) rc = yyc_diskcache_remove(dc, "a3");
+    if (rc == YYC_OK) rc = yyc_diskcache_flush(dc);
+    return rc;
+}
+
 static int op_dc_set_inline_new(void *dc, const char *dir) {
     (void)dir;
     return dc_set_blob(dc, "n0", 200, 60);
@@ -749,6 +812,17 @@ static bool check_run(const fault_case *c, const place *p, const run *r, const s
                      why_after);
             ok = false;
         }
+    } else if (c->accept == ACCEPT_EACH_WRITE) {
+        if (!state_between(&now, before, after, why_after, sizeof why_after)) {
+            snprintf(buf, size, "a key has neither its old nor its new value: %s", why_after);
+            ok = false;
+        }
+        for (int i = 0; ok && i < NUNIVERSE; i++) {
+            if (batch_acked[i] && !entry_equal(&now.e[i], &after->e[i])) {
+                snprintf(buf, size, "the write of %s returned YYC_OK but is lost", universe[i]);
+                ok = false;
+            }
+        }
     } else if (c->accept == ACCEPT_ROW_BY_ROW) {
         if (!state_between(&now, before, after, why_after, sizeof why_after)) {
             snprintf(buf, size, "state is not a partial removal: %s", why_after);
@@ -930,6 +1004,7 @@ static void run_case(const fault_case *c) {
 
 #define BA ACCEPT_BEFORE_OR_AFTER
 #define RR ACCEPT_ROW_BY_ROW
+#define EW ACCEPT_EACH_WRITE
 
 CASE(kv_save_inline_survives_every_fault, OBJ_KV, true, op_kv_save_inline_new, BA, NULL)
 CASE(kv_save_file_survives_every_fault, OBJ_KV, true, op_kv_save_file_new, BA, NULL)
@@ -959,6 +1034,8 @@ CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
 CASE_ON_WORKER(kv_sweep_after_open_survives_every_fault, OBJ_NONE, op_kv_open_then_sweep, NULL)
 CASE_ON_WORKER(kv_trash_emptying_survives_every_fault,
                OBJ_KV, op_kv_remove_all_then_empty_trash, NULL)
+CASE(kv_group_commit_survives_every_fault, OBJ_KV, true, op_kv_save_each, EW, NULL)
+CASE(kv_deferred_batch_survives_every_fault, OBJ_KV, true, op_kv_apply_batch, BA, NULL)
 CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
 CASE(dc_set_file_survives_every_fault, OBJ_DC, true, op_dc_set_file_new, BA, NULL)
 CASE(dc_replace_inline_with_inline_survives_every_fault,
@@ -981,6 +1058,7 @@ CASE(dc_open_new_folder_survives_every_fault, OBJ_NONE, false, op_dc_open, BA, N
 CASE_EXPIRING(dc_trim_removing_expired_rows_survives_every_fault, op_dc_trim_removes_expired, BA)
 CASE_EXPIRING(dc_get_removing_an_expired_row_survives_every_fault, op_dc_get_removes_expired, BA)
 CASE(dc_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_dc_open, BA, NULL)
+CASE(dc_deferred_flush_survives_every_fault, OBJ_DC, true, op_dc_deferred_flush, BA, NULL)
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
@@ -1006,6 +1084,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(kv_get_item_survives_every_fault),
         cmocka_unit_test(kv_sweep_after_open_survives_every_fault),
         cmocka_unit_test(kv_trash_emptying_survives_every_fault),
+        cmocka_unit_test(kv_group_commit_survives_every_fault),
+        cmocka_unit_test(kv_deferred_batch_survives_every_fault),
         cmocka_unit_test(dc_set_inline_survives_every_fault),
         cmocka_unit_test(dc_set_file_survives_every_fault),
         cmocka_unit_test(dc_replace_inline_with_inline_survives_every_fault),
@@ -1024,6 +1104,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(dc_trim_removing_expired_rows_survives_every_fault),
         cmocka_unit_test(dc_get_removing_an_expired_row_survives_every_fault),
         cmocka_unit_test(dc_open_existing_folder_survives_every_fault),
+        cmocka_unit_test(dc_deferred_flush_survives_every_fault),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

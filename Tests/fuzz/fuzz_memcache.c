@@ -20,6 +20,14 @@
  * the expired entries) and the model drops the entries whose deadline has passed; the model's
  * trims and background cost trims drop them first too, as the cache's do.
  *
+ * Removal events, statistics, loading and keys: 1 input in 2 installs a removal listener from
+ * the start (byte 0, bit 3), which checks each event's value against its key's stores and
+ * counts events per value: after a drain every value's stores equal its events plus the entries
+ * holding it. Statistics are modelled exactly (hits and misses of get, get-or-load and read-all;
+ * insertions; the removals sum to insertions minus the entries left, since the last reset).
+ * get-or-load runs a loader that succeeds with a fresh value or fails (by a byte); keys are
+ * compared with the model in LRU order (most recent stamp first); a reset zeroes the counters.
+ *
  * The model is an array of entries with an access stamp (the LRU tail is the smallest stamp).
  * After every operation: total count, total cost (an exact 128-bit sum saturated at SIZE_MAX),
  * presence of every key (contains does not touch the LRU order), yyc__memcache_check (the map's
@@ -55,6 +63,8 @@ typedef struct mv {
     uint32_t id;
     atomic_int refs; /* references the cache holds (retain - release) */
     atomic_int released_total;
+    atomic_int stores; /* times a set or a load stored it */
+    atomic_int events; /* removal events that named it */
 } mv;
 
 typedef struct mentry {
@@ -85,6 +95,11 @@ typedef struct mstate {
     size_t nobjs, cap;
     char keybuf[MK_KEYS][320];
     size_t keylen[MK_KEYS];
+    bool listening;           /* a removal listener is installed */
+    atomic_long null_stores;  /* NULL (or non-pointer) values stored, and their events */
+    atomic_long null_events;
+    uint64_t hits, misses, insertions, loads, load_failures; /* since the last reset */
+    size_t count_at_reset;
 } mstate;
 
 #define MCHECK(s, cond, ...)                                                                  \
@@ -202,6 +217,26 @@ static void check_all(mstate *s, bool exact) {
         bool in = yyc_memcache_contains(s->c, s->keybuf[k], s->keylen[k]);
         MCHECK(s, in == s->m[k].present, "contains(key %d) = %d, model %d", k, in, s->m[k].present);
     }
+    yyc_cache_statistics st;
+    MCHECK(s, yyc_memcache_statistics(s->c, &st) == YYC_OK, "statistics");
+    MCHECK(s, st.hits == s->hits && st.misses == s->misses, "hits %llu misses %llu, model %llu %llu",
+           (unsigned long long)st.hits, (unsigned long long)st.misses,
+           (unsigned long long)s->hits, (unsigned long long)s->misses);
+    MCHECK(s, st.insertions == s->insertions, "insertions %llu, model %llu",
+           (unsigned long long)st.insertions, (unsigned long long)s->insertions);
+    MCHECK(s, st.loads == s->loads && st.load_failures == s->load_failures, "loads");
+    uint64_t removals = 0;
+    for (int i = 0; i < YYC_REMOVAL_CAUSE_COUNT; i++) removals += st.removals[i];
+    MCHECK(s, removals + mc == s->insertions + s->count_at_reset, "removals %llu, left %zu",
+           (unsigned long long)removals, mc);
+    if (s->listening && exact) { /* values without reference counts: counted together */
+        long holding = 0;
+        for (int k = 0; k < MK_KEYS; k++)
+            holding += s->m[k].present && (!s->owned || !s->m[k].val);
+        long stores = atomic_load(&s->null_stores), events = atomic_load(&s->null_events);
+        MCHECK(s, stores == events + holding, "%ld uncounted stores, %ld events, %ld entries",
+               stores, events, holding);
+    }
     if (!s->owned) return;
     int *wants = calloc(s->nobjs + 1, sizeof *wants); /* entries holding each value */
     if (!wants) abort();
@@ -212,6 +247,11 @@ static void check_all(mstate *s, bool exact) {
         int refs = atomic_load(&s->objs[i]->refs);
         if (exact)
             MCHECK(s, refs == want, "value %zu: %d references after a drain, model %d", i, refs, want);
+        if (exact && s->listening) {
+            int stores = atomic_load(&s->objs[i]->stores), events = atomic_load(&s->objs[i]->events);
+            MCHECK(s, stores == events + want, "value %zu: %d stores, %d events, %d entries", i,
+                   stores, events, want);
+        }
         else
             MCHECK(s, refs >= want, "value %zu: %d references, %d entries hold it", i, refs, want);
     }
@@ -222,13 +262,23 @@ static void check_all(mstate *s, bool exact) {
 
 /* set through the API and the model: count eviction (one entry) in the call, cost trim on the
  * worker (drained here, so it has happened when the call returns). */
+static void model_set(mstate *s, int k, mv *v, size_t cost, double deadline);
+
 static void do_set_ttl(mstate *s, int k, bool null_key, mv *v, size_t cost, double ttl) {
     int st = isnan(ttl) ? yyc_memcache_set(s->c, key_ptr(s, k, null_key), s->keylen[k], v, cost)
                         : yyc_memcache_set_with_ttl(s->c, key_ptr(s, k, null_key), s->keylen[k],
                                                     v, cost, ttl);
     MCHECK(s, st == YYC_OK, "set status %s", yyc_status_name(st));
+    model_set(s, k, v, cost, isnan(ttl) ? INFINITY : s->ttl_clock + ttl);
+}
+
+/* The model of a set that stored v (a set, or a load): count eviction, the cost trim. */
+static void model_set(mstate *s, int k, mv *v, size_t cost, double deadline) {
+    s->insertions++;
+    if (s->owned && v) atomic_fetch_add(&v->stores, 1);
+    else atomic_fetch_add(&s->null_stores, 1);
     mentry *e = &s->m[k];
-    e->deadline = isnan(ttl) ? INFINITY : s->ttl_clock + ttl;
+    e->deadline = deadline;
     e->present = true;
     e->val = v;
     e->cost = cost;
@@ -296,8 +346,42 @@ static void on_background(yyc_memcache *c, void *ctx) {
     handler_common(s, false);
 }
 
+/* The removal listener: runs with no lock held (it reads the cache), once per entry that left. */
+static void on_removed(void *ctx, const void *key, size_t key_len, void *value,
+                       yyc_removal_cause cause) {
+    mstate *s = ctx;
+    MCHECK(s, (unsigned)cause < YYC_REMOVAL_CAUSE_COUNT, "cause %d", (int)cause);
+    MCHECK(s, key_len == 0 || key != NULL, "a NULL key of %zu bytes", key_len);
+    (void)yyc_memcache_total_count(s->c);
+    if (s->owned && value) {
+        mv *v = value;
+        MCHECK(s, v->magic == MV_MAGIC, "an event for a value that is not live");
+        MCHECK(s, atomic_load(&v->refs) > 0, "an event after the value's release");
+        atomic_fetch_add(&v->events, 1);
+    } else {
+        atomic_fetch_add(&s->null_events, 1);
+    }
+}
+
+/* The loader of get-or-load: a fresh value (the caller's reference) or an error. */
+typedef struct load_ctx {
+    mstate *s;
+    bool fail;
+    mv *made;
+} load_ctx;
+
+static int fuzz_load(void *ctx, const void *key, size_t key_len, void *out_value) {
+    (void)key, (void)key_len;
+    load_ctx *l = ctx;
+    if (l->fail) return YYC_EIO;
+    l->made = l->s->owned ? mv_new(l->s) : NULL;
+    if (l->made) mv_retain(NULL, l->made); /* the reference transferred to the caller */
+    *(void **)out_value = l->made;
+    return YYC_OK;
+}
+
 static void mop(mstate *s) {
-    uint8_t op = mbyte(s) % 27;
+    uint8_t op = mbyte(s) % 30;
     uint8_t kb = mbyte(s);
     int k = kb % MK_KEYS;
     bool null_key = (kb & 0x80) != 0; /* only used for the empty key */
@@ -329,6 +413,8 @@ static void mop(mstate *s) {
         int st = yyc_memcache_get(s->c, key_ptr(s, k, null_key), s->keylen[k], &v);
         MCHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "get status %s, model present %d",
                yyc_status_name(st), e->present);
+        if (st == YYC_OK) s->hits++;
+        else s->misses++;
         if (st == YYC_OK) {
             MCHECK(s, v == (void *)e->val, "get returned %p, model %p", v, (void *)e->val);
             e->stamp = ++s->clock;
@@ -566,6 +652,59 @@ static void mop(mstate *s) {
         if (!live && e->present) model_remove(s, k); /* removed by that read */
         break;
     }
+    case 27: { /* get or load */
+        s->op_name = "get_or_load";
+        load_ctx l = {.s = s, .fail = (mbyte(s) & 1) != 0};
+        void *v = (void *)(uintptr_t)0x1234;
+        size_t cost = pick_cost(mbyte(s));
+        bool was = e->present;
+        int st = yyc_memcache_get_or_load(s->c, key_ptr(s, k, null_key), s->keylen[k], cost,
+                                          fuzz_load, &l, &v);
+        if (was) {
+            MCHECK(s, st == YYC_OK && v == (void *)e->val, "get_or_load hit %s", yyc_status_name(st));
+            s->hits++;
+            e->stamp = ++s->clock;
+            if (s->owned && v) mv_release(s, v);
+        } else if (l.fail) {
+            MCHECK(s, st == YYC_EIO && v == NULL, "get_or_load failure %s", yyc_status_name(st));
+            s->misses++;
+            s->load_failures++;
+        } else {
+            MCHECK(s, st == YYC_OK && v == (void *)l.made, "get_or_load load %s", yyc_status_name(st));
+            s->misses++;
+            s->loads++;
+            model_set(s, k, l.made, cost, INFINITY);
+            if (s->owned && v) mv_release(s, v); /* the caller's reference */
+        }
+        break;
+    }
+    case 28: { /* keys: the model's present keys, most recent stamp first */
+        s->op_name = "copy_keys";
+        if (s->ttl_used) model_purge_expired(s); /* copy_keys removes expired entries first */
+        yyc_memcache_key *keys = NULL;
+        size_t n = 0;
+        MCHECK(s, yyc_memcache_copy_keys(s->c, &keys, &n) == YYC_OK, "copy_keys");
+        MCHECK(s, n == model_count(s), "%zu keys, model %zu", n, model_count(s));
+        uint64_t last = UINT64_MAX;
+        for (size_t i = 0; i < n; i++) {
+            int found = -1;
+            for (int kk = 0; kk < MK_KEYS && found < 0; kk++)
+                if (s->m[kk].present && s->keylen[kk] == keys[i].len &&
+                    memcmp(s->keybuf[kk], keys[i].bytes, keys[i].len) == 0)
+                    found = kk;
+            MCHECK(s, found >= 0, "key %zu is not in the model", i);
+            MCHECK(s, s->m[found].stamp < last, "key %zu out of LRU order", i);
+            last = s->m[found].stamp;
+        }
+        yyc_free(keys);
+        break;
+    }
+    case 29:
+        s->op_name = "reset_statistics";
+        yyc_memcache_reset_statistics(s->c);
+        s->hits = s->misses = s->insertions = s->loads = s->load_failures = 0;
+        s->count_at_reset = model_count(s);
+        break;
     case 22:
         s->op_name = "drain";
         yyc__worker_drain(s->c);
@@ -579,6 +718,7 @@ static void mop(mstate *s) {
             int st = yyc_memcache_get(s->c, s->keybuf[i], s->keylen[i], &v);
             MCHECK(s, st == YYC_OK && v == (void *)s->m[i].val, "key %d: %s", i,
                    yyc_status_name(st));
+            s->hits++;
             s->m[i].stamp = ++s->clock;
             if (s->owned && v) mv_release(s, v);
         }
@@ -620,6 +760,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s->async = (cfg & 4) == 0;
     s->rm_on_warning = s->rm_on_background = true;
     if (!s->async) yyc_memcache_set_release_asynchronously(s->c, false);
+    s->listening = (cfg & 8) != 0;
+    if (s->listening) yyc_memcache_set_removal_listener(s->c, on_removed, s);
     check_all(s, true);
     while (s->pos < s->size) {
         s->op_index++;

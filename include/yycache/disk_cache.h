@@ -57,13 +57,14 @@ YYC_API int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_di
 /* Takes one more reference (drop it with yyc_diskcache_release). Returns dc (NULL for NULL). */
 YYC_API yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc);
 
-/* Drops one reference; the last one stops the auto-trim, closes the storage and frees the core.
- * NULL is fine. */
+/* Drops one reference; the last one commits the deferred writes (see yyc_write_mode), stops the
+ * auto-trim, closes the storage and frees the core. NULL is fine. */
 YYC_API void yyc_diskcache_release(yyc_diskcache *dc);
 
-/* Closes the core for every holder: the storage is closed, the path is forgotten (a later open
- * creates a new core), and every later call on this core returns YYC_ECLOSED. References stay
- * valid until released. Idempotent. */
+/* Closes the core for every holder: the deferred writes are committed (what cannot be is
+ * reported through the hook and dropped), the storage is closed, the path is forgotten (a later
+ * open creates a new core), and every later call on this core returns YYC_ECLOSED. References
+ * stay valid until released. Idempotent. */
 YYC_API void yyc_diskcache_close(yyc_diskcache *dc);
 
 /* The canonical path (borrowed, valid while referenced) and the inline threshold (NULL / 0 for
@@ -87,8 +88,11 @@ YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, 
 
 /* Stores a value (NULL value with len 0 = an empty value) with optional extended data. Values
  * above the threshold go to a file named by the file-name function, else md5(key).
+ * Immediate mode: returns after the commit, which concurrent sets share (see yyc_write_mode);
+ * deferred mode: returns once queued.
  * Returns: YYC_OK, YYC_EINVAL (empty key, NULL value with len > 0, invalid file name), and the
- * errors of yyc_kv_save.
+ * errors of yyc_kv_save (deferred mode: YYC_ENOMEM, or the error of the commit a full queue
+ * needed).
  * Ownership: everything is copied. */
 YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                               const void *extended, size_t extended_len);
@@ -163,8 +167,9 @@ typedef bool (*yyc_filename_fn)(void *ctx, const char *key, char out[256]);
 YYC_API void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx);
 
 /* Removes one value / every value (rows deleted in place, data/ moved to trash/ and emptied on
- * the background worker; see yyc_kv_remove_all). Returns: YYC_OK (also when absent or for an
- * empty key), errors. */
+ * the background worker; see yyc_kv_remove_all). In deferred mode a removal of one value is
+ * queued like a set; removing every value drops the queue too. Returns: YYC_OK (also when absent
+ * or for an empty key), errors. */
 YYC_API int yyc_diskcache_remove(yyc_diskcache *dc, const char *key);
 YYC_API int yyc_diskcache_remove_all(yyc_diskcache *dc);
 
@@ -213,6 +218,48 @@ YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_logs_enabled(yyc_diskcache *dc, bool on);
 YYC_API bool yyc_diskcache_error_logs_enabled(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook, void *ctx);
+/* Write modes (core-wide, like the limits).
+ *
+ * YYC_WRITE_IMMEDIATE (the default, YYDiskCache's): a set or remove returns after its commit.
+ * Sets of several threads that arrive while a commit is running share the next commit (group
+ * commit); each still returns only once its own row is committed, with its own status: a write
+ * that fails is rolled back alone (its own SAVEPOINT) and the others commit.
+ *
+ * YYC_WRITE_DEFERRED: yyc_diskcache_set, _set_with_filename and _remove return once the write is
+ * queued in memory (the value is copied; a later write of the same key replaces the queued
+ * one). Every call of this process sees the queued writes and removals: get, get_extended_data
+ * and contains answer from the queue (a queued value's access time is not updated), and every
+ * other call (totals, trims, remove-all with progress) commits the queue first. The queue is
+ * committed in one transaction (all or nothing) on the background worker at most max_delay
+ * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
+ * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
+ * open core). remove_all drops the queue with everything else. A queue holding 10,000 writes
+ * or 64 MiB of values is committed by the set that would grow it further (on the caller's
+ * thread; a failure is that set's error and nothing more is queued).
+ * Crash semantics: a kill loses at most the writes acknowledged since the last commit (about
+ * max_delay, plus one batch while it commits); what survives is a prefix of this process's
+ * acknowledged writes, in order: never a torn value, never an older version after a newer one.
+ * Other processes see only committed writes.
+ * A failed background commit is reported through the error hook and keeps the queue (nothing is
+ * dropped): the next commit tries it again, and yyc_diskcache_flush returns its error. */
+typedef enum yyc_write_mode {
+    YYC_WRITE_IMMEDIATE = 0,
+    YYC_WRITE_DEFERRED = 1,
+} yyc_write_mode;
+
+/* Sets the core's write mode; max_delay (seconds; DEFERRED only) is clamped to [0.001, 3600],
+ * NaN counts as 1. Switching to IMMEDIATE commits the queue first.
+ * Returns: YYC_OK, YYC_EINVAL (unknown mode), YYC_ECLOSED, or the commit's error (the mode then
+ * stays DEFERRED and the queue is kept). Blocking: may touch disk (the commit). */
+YYC_API int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double max_delay);
+/* The core's write mode, and its max_delay in *out_max_delay (may be NULL; 0 for IMMEDIATE).
+ * YYC_WRITE_IMMEDIATE for a NULL cache. Takes only the core's mutex. */
+YYC_API yyc_write_mode yyc_diskcache_write_mode(yyc_diskcache *dc, double *out_max_delay);
+/* Commits every queued write now, in one transaction (nothing to do in IMMEDIATE mode).
+ * Returns: YYC_OK, YYC_ECLOSED, or the commit's error (the queue is kept for a later try).
+ * Blocking: touches disk. */
+YYC_API int yyc_diskcache_flush(yyc_diskcache *dc);
+
 /* The name (copied; NULL clears it; if the copy runs out of memory the old name stays) and a
  * copy of it (transferred, yyc_free; NULL if none or out of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);

@@ -21,6 +21,9 @@
  * linked list in access order (head = most recently used), or in insertion order for the SIEVE
  * and S3-FIFO eviction policies (yyc_memcache_set_policy).
  *
+ * Beyond YYMemoryCache (sections at the end): a removal listener told why each entry left,
+ * exact statistics, single-flight loading (get-or-load) and snapshots of the keys.
+ *
  * Limits (count, cost, age) are soft, as in YYMemoryCache: count eviction happens during set
  * (one entry per set), cost eviction is deferred to the background worker, and an auto-trim
  * runs every auto_trim_interval seconds (default 5) in the order cost, count, age.
@@ -35,6 +38,7 @@
 #ifndef YYCACHE_MEMORY_CACHE_H
 #define YYCACHE_MEMORY_CACHE_H
 
+#include "removal_cause.h"
 #include "status.h"
 
 #ifdef __cplusplus
@@ -137,13 +141,15 @@ YYC_API yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c);
  * example, or the background worker's release job. The caller must not use the cache after
  * yyc_memcache_free, but the callbacks' contexts must stay valid until the free handler runs.
  * A second yyc_memcache_free of the cache from one of its callbacks while it is being freed
- * (the callback runs on the freeing thread or on the background worker) is ignored. */
+ * (the callback runs on the freeing thread or on the background worker) is ignored.
+ * A cache opted in to system memory pressure is opted out first: the free waits while the
+ * watcher's thread runs the cache's memory-warning handling (memory_pressure.h). */
 YYC_API void yyc_memcache_free(yyc_memcache *c);
 
 /* Called once the cache is gone: at the end of yyc_memcache_free, or of the call that ran a
  * callback which freed the cache (see yyc_memcache_free), on that thread. No callback of the
  * cache runs after it starts, so it may free the contexts of the value callbacks, of the inline
- * value type and of the event handlers. */
+ * value type, of the event handlers and of the removal listener. */
 typedef void (*yyc_memcache_free_fn)(void *ctx);
 
 /* Sets the free handler (NULL fn: none, the default). Thread-safe.
@@ -336,7 +342,8 @@ YYC_API void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds);
  * handle_memory_warning: calls the memory-warning handler (if set) on the calling thread,
  * then removes every entry if should_remove_all_on_memory_warning (default true). Same for
  * handle_enter_background with its own handler and flag (default true). The handlers run with
- * no lock held and may call into the cache. Ownership: ctx is borrowed until the handler is
+ * no lock held and may call into the cache. System memory pressure calls handle_memory_warning
+ * on the watcher's thread for caches that opted in (memory_pressure.h). Ownership: ctx is borrowed until the handler is
  * replaced (NULL fn removes it) or the cache is freed. */
 typedef void (*yyc_memcache_event_fn)(yyc_memcache *c, void *ctx);
 YYC_API void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
@@ -349,6 +356,164 @@ YYC_API void yyc_memcache_set_remove_all_on_enter_background(yyc_memcache *c, bo
 YYC_API bool yyc_memcache_remove_all_on_enter_background(yyc_memcache *c);
 YYC_API void yyc_memcache_handle_memory_warning(yyc_memcache *c);
 YYC_API void yyc_memcache_handle_enter_background(yyc_memcache *c);
+
+/* Removal events: a listener called once for every entry that leaves the cache, with its key,
+ * its value and why it left (yyc_removal_cause): removed (remove, remove_if_generation,
+ * remove_all: one YYC_REMOVED_EXPLICIT per entry), replaced by a set on its key (also when the
+ * old value was NULL), expired (its time to live, found by a read or removed by a trim or the
+ * auto-trim; the age limit and trim_to_age, also one with seconds <= 0), evicted (the count or
+ * cost limit, trim_to_count, trim_to_cost, also to 0), or removed by handle_memory_warning /
+ * handle_enter_background (YYC_REMOVED_MEMORY_PRESSURE).
+ *
+ * When: after the entry left (a read from the listener no longer finds it), with no lock held,
+ * right before its value is released, on the thread that releases it (the release policy: the
+ * calling thread before the call returns, or the background worker; background trims always on
+ * the worker). So the listener may call into the cache (even free it, see yyc_memcache_free).
+ * Exactly once per entry that leaves while the listener is installed; entries that leave while
+ * it is being installed or removed may or may not be reported. yyc_memcache_free reports
+ * nothing (the cache is going away).
+ *
+ * Arguments: key and key_len (borrowed for the call), value: in a pointer cache the stored
+ * pointer, whose reference the cache releases right after the listener returns (retain it to
+ * keep it); in an inline cache the address of the value's bytes, destroyed right after (copy
+ * them with the type's copy semantics to keep the value). Both are borrowed for the call.
+ *
+ * Cost: nothing without a listener. With one, a replacement allocates a detached copy of the
+ * entry's node (key and old value) so that the event can carry the key; if that allocation
+ * fails the set returns YYC_ENOMEM (the cache is then as before the call, except for an entry
+ * the count limit evicted first, which is reported).
+ *
+ * yyc_memcache_set_removal_listener installs fn (NULL: none, the default) with ctx.
+ * Thread-safe; takes the lock. Ownership: ctx is borrowed until the free handler runs (an event
+ * already under way may still reach the previous listener after this returns). */
+typedef void (*yyc_memcache_removal_fn)(void *ctx, const void *key, size_t key_len, void *value,
+                                        yyc_removal_cause cause);
+YYC_API void yyc_memcache_set_removal_listener(yyc_memcache *c, yyc_memcache_removal_fn fn,
+                                               void *ctx);
+
+/* Statistics (yyc_cache_statistics in removal_cause.h): counted under the cache's mutex by the
+ * calls that already hold it, so they are exact and cost no extra lock or atomic operation.
+ * What counts: get and get_inline: one hit or one miss (an expired entry is a miss); the
+ * get-or-load calls: one hit, or one miss (also for a caller that waits for another caller's
+ * load), and the caller that runs the loader adds one load or one load failure and its duration;
+ * contains and time_to_live count nothing. Every set that stores a value is an insertion (the
+ * loaded values too); removals are counted by cause when the entry leaves (as the listener
+ * reports them, listener or not; yyc_memcache_free counts nothing).
+ *
+ * yyc_memcache_statistics copies a consistent snapshot (taken under the lock) into *out.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache or out). Thread-safe; takes the lock. */
+YYC_API int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out);
+
+/* Sets every counter to 0. Thread-safe; takes the lock. NULL is fine. */
+YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
+
+/* Loading with single flight: concurrent callers that miss on the same key run one load and all
+ * receive its result; callers of other keys are not delayed; nobody waits on the cache's mutex
+ * while a load runs (the loader runs with no lock held, waiters sleep on a condition variable of
+ * their own). A loaded value is stored like a set (yyc_memcache_set / set_inline with the given
+ * cost and the default time to live; an insertion, and a replacement if a set stored the key
+ * meanwhile); a failure stores nothing, and the next call runs the loader again. An expired
+ * entry found by the lookup is removed (reported YYC_REMOVED_EXPIRED) and a load runs.
+ *
+ * The two-step form (for callers that cannot block, such as Swift async code):
+ *
+ * yyc_memcache_begin_load looks key up. Returns:
+ *   YYC_OK: a hit, as yyc_memcache_get (pointer cache: *(void **)out_value holds a reference
+ *     transferred to the caller) or get_inline (the bytes copied into out_value); *out_flight
+ *     is NULL.
+ *   YYC_NOTFOUND with *out_flight set: no entry and no load under way: the caller is the loader.
+ *     It must run its load (with no cache lock held; it may use the cache) and then call
+ *     yyc_memcache_finish_load (or finish_load_inline) exactly once with the flight.
+ *   YYC_NOTFOUND with *out_flight NULL: another caller's load of key is under way and the caller
+ *     waits for it: done(done_ctx, status, value, error) will be called exactly once, by the
+ *     thread that finishes the load, with no lock held (possibly before begin_load returns).
+ *     status is the load's (YYC_OK or its error); value (YYC_OK only) is borrowed for the call:
+ *     a pointer cache's value pointer (retain it to keep it) or the address of an inline value's
+ *     bytes (copy them); error is the loader's error object, borrowed for the call (NULL if it
+ *     gave none).
+ *   YYC_EBUSY: blocking is true, and the load under way was begun with blocking true on this
+ *     thread: the caller is inside that load (its loader asks for its own key) and would wait
+ *     for itself forever. YYC_ENOMEM. YYC_EINVAL: NULL cache or out_value or out_flight, NULL key
+ *     with key_len > 0, or done is NULL. Nothing else happened on these.
+ * blocking: whether the caller, if it joins, blocks its thread until done is called (as
+ *   yyc_memcache_get_or_load does); false for callers that suspend instead (async tasks, which
+ *   may share a thread with the loader without waiting for themselves).
+ * Ownership: key is borrowed (a loader's key must stay valid until it finishes the load);
+ * done_ctx is borrowed until done is called.
+ *
+ * yyc_memcache_finish_load (pointer caches) ends the caller's load: status YYC_OK stores value
+ * (retained, like yyc_memcache_set; the caller keeps its own reference) with cost, then calls
+ * every waiter's done with value; any other status stores nothing and passes status and error
+ * (borrowed for the calls) to the waiters. load_ns is the load's duration for the statistics.
+ * Returns: the store's status (YYC_OK, or YYC_ENOMEM: not stored, the waiters still receive the
+ * value); status itself when status is not YYC_OK; YYC_EINVAL for a NULL cache or flight, or a
+ * cache of the other mode (the flight is then left unfinished: a caller's bug).
+ * yyc_memcache_finish_load_inline is the same for inline caches: value points to the loaded
+ * value's bytes, which are moved into the cache on YYC_OK as by set_inline (if the store fails
+ * the bytes are destroyed per the release policy); the waiters receive a copy made with the
+ * type's copy callback before the move. Ignored (may be NULL) when status is not YYC_OK.
+ * Thread-safe: any thread may finish a flight (its loader's or another).
+ * Blocking: neither call waits for anything but the cache's mutex. */
+typedef struct yyc_memcache_flight yyc_memcache_flight;
+typedef void (*yyc_memcache_loaded_fn)(void *done_ctx, int status, void *value, void *error);
+YYC_API int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len,
+                                    void *out_value, yyc_memcache_loaded_fn done, void *done_ctx,
+                                    bool blocking, yyc_memcache_flight **out_flight);
+YYC_API int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
+                                     void *value, size_t cost, void *error, uint64_t load_ns);
+YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight,
+                                            int status, const void *value, size_t cost,
+                                            void *error, uint64_t load_ns);
+
+/* The blocking form. load(ctx, key, key_len, out_value) runs on the calling thread with no lock
+ * held and returns YYC_OK after storing the value in out_value (pointer caches: a reference in
+ * *(void **)out_value, transferred to the call; inline caches: the bytes, moved to the call), or
+ * an error status (out_value then unused).
+ * yyc_memcache_get_or_load returns: YYC_OK with *out_value holding a reference transferred to
+ * the caller (a hit, the caller's own load, or another caller's load it waited for); the load's
+ * error status (this caller's load or the one it waited for; nothing stored); YYC_EBUSY or
+ * YYC_EINVAL as begin_load (also for an inline cache or a NULL load).
+ * yyc_memcache_get_or_load_inline: the same for inline caches; on YYC_OK out_value holds a value
+ * the caller owns (its own load's value, or a copy).
+ * Blocking: a waiter sleeps until the load it waits for finishes (however long the loader
+ * takes); never while holding the cache's mutex. Ownership: key is borrowed; ctx is the
+ * loader's. Thread-safe. */
+typedef int (*yyc_memcache_load_fn)(void *ctx, const void *key, size_t key_len,
+                                    void *out_value);
+YYC_API int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len,
+                                     size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                     void **out_value);
+YYC_API int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
+                                            size_t cost, yyc_memcache_load_fn load, void *ctx,
+                                            void *out_value);
+
+/* Keys: a snapshot of the live keys (expired entries excluded: they are removed, reported
+ * YYC_REMOVED_EXPIRED), in the eviction policy's order, first the entry the policy keeps
+ * longest: LRU: most recently used first. SIEVE and S3-FIFO: newest insertion first (their list
+ * order; a hit does not move an entry), and for S3-FIFO the small queue before the main queue.
+ * Not a hit: changes no order, time or statistic.
+ * On YYC_OK, *out_keys is an array of *out_count yyc_memcache_key (NULL when the count is 0)
+ * whose keys point into the same allocation: the caller frees it all with one yyc_free.
+ * Returns: YYC_OK, YYC_EINVAL (NULL cache, out_keys or out_count), YYC_ENOMEM.
+ * Cost: O(n) under the lock (one pass to size, one to copy). Thread-safe. */
+typedef struct yyc_memcache_key {
+    const void *bytes; /* len bytes, not NUL-terminated (never NULL, also when len is 0) */
+    size_t len;
+} yyc_memcache_key;
+YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys,
+                                   size_t *out_count);
+
+/* yyc_memcache_copy_keys with the values (pointer caches): the same snapshot, where each
+ * entry's value holds a reference retained under the lock and transferred to the caller, who
+ * releases every one (then frees the array with one yyc_free).
+ * Returns: as yyc_memcache_copy_keys, and YYC_EINVAL for an inline cache. */
+typedef struct yyc_memcache_entry {
+    const void *key; /* key_len bytes in the array's allocation (never NULL) */
+    size_t key_len;
+    void *value;     /* retained for the caller */
+} yyc_memcache_entry;
+YYC_API int yyc_memcache_copy_entries(yyc_memcache *c, yyc_memcache_entry **out_entries,
+                                      size_t *out_count);
 
 #ifdef __cplusplus
 }

@@ -9,7 +9,8 @@
  * Background threads: the library starts (lazily) two threads of its own, one for memory caches
  * (asynchronous releases, deferred and automatic trims) and one for disk maintenance (trash
  * emptying, orphan sweeps, disk auto-trims), so that disk work never delays memory releases.
- * They block every signal.
+ * They block every signal. One more, the memory-pressure watcher (memory_pressure.h), runs
+ * only while a memory cache has opted in to system memory pressure.
  *
  * fork() without exec: the child may create and use NEW objects of every kind (memory caches,
  * disk caches and KV storages - on any folder, the parent's included, as a second process -
@@ -26,7 +27,9 @@
 #define YYCACHE_YYCACHE_H
 
 #include "status.h"
+#include "removal_cause.h"
 #include "memory_cache.h"
+#include "memory_pressure.h"
 #include "kv_storage.h"
 #include "disk_cache.h"
 #include "cache.h"
