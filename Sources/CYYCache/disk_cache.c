@@ -1656,15 +1656,17 @@ int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_s
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     int64_t expiry = 0;
-    if (!key_is_empty(key) && yyc__deferred_find(&dc->queue, key)) {
-        rc = deferred_commit_locked(dc); /* (the queued write's time to live is the answer) */
-        if (rc != YYC_OK) {
-            unlock_and_deliver(dc);
-            return rc;
-        }
+    const yyc__deferred_entry *queued = key_is_empty(key) ? NULL : yyc__deferred_find(&dc->queue, key);
+    int64_t now = yyc__kv_now_ms();
+    if (queued) { /* the queued write is the answer (nothing is committed for it) */
+        bool gone = queued->remove || (queued->expiry_ms != 0 && queued->expiry_ms <= now);
+        if (!gone)
+            *out_seconds = queued->expiry_ms == 0 ? INFINITY
+                                                  : (double)(queued->expiry_ms - now) / 1000.0;
+        unlock_and_deliver(dc);
+        return gone ? YYC_NOTFOUND : YYC_OK;
     }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc__kv_expiry_of(dc->kv, key, &expiry);
-    int64_t now = yyc__kv_now_ms();
     if (rc == YYC_OK && expiry != 0 && expiry <= now) {
         remove_if_expired_locked(dc, key);
         rc = YYC_NOTFOUND;

@@ -11,6 +11,7 @@
 
 #include "kv_private.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -257,12 +258,17 @@ static void a_deferred_set_with_a_time_to_live_is_not_returned_after_expiry(void
     assert_int_equal(yyc_diskcache_set(dc, "n", "never", 5, NULL, 0), YYC_OK);
     expect_get(dc, "q", "queued");
     double ttl = 0;
-    assert_int_equal(yyc_diskcache_time_to_live(dc, "f", &ttl), YYC_OK); /* (commits the queue) */
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "f", &ttl), YYC_OK); /* from the queue */
     assert_true(ttl > 0 && ttl <= 10);
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "n", &ttl), YYC_OK);
+    assert_true(ttl == INFINITY);
+    assert_int_equal(committed_rows(dir, "f"), 0);
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
     assert_int_equal(committed_rows(dir, "f"), 1);
     assert_int_equal(yyc_diskcache_set_with_ttl(dc, "q", "queued", 6, "x", 1, 10), YYC_OK);
     yyc__kv_testing_advance_clock(11 * 1000);
     expect_get(dc, "q", NULL); /* from the queue: expired, a miss */
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "q", &ttl), YYC_NOTFOUND);
     void *ext = NULL;
     size_t ext_len = 0;
     assert_int_equal(yyc_diskcache_get_extended_data(dc, "q", &ext, &ext_len), YYC_NOTFOUND);

@@ -228,8 +228,11 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * YYC_WRITE_DEFERRED: yyc_diskcache_set, _set_with_filename and _remove return once the write is
  * queued in memory (the value is copied; a later write of the same key replaces the queued
  * one). Every call of this process sees the queued writes and removals: get, get_extended_data
- * and contains answer from the queue (a queued value's access time is not updated), and every
- * other call (totals, trims, remove-all with progress) commits the queue first. The queue is
+ * and contains answer from the queue (a queued value's access time is not updated; a queued set
+ * whose time to live has passed is a miss), and every other call (totals, trims, remove-all
+ * with progress, enumeration) commits the queue first (time_to_live also answers from the
+ * queue). A queued
+ * set keeps its time to live, counted from the set, and is committed with it. The queue is
  * committed in one transaction (all or nothing) on the background worker at most max_delay
  * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
  * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
@@ -272,6 +275,11 @@ YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
  * time to live, found by a read or removed by a trim or the auto-trim; the age limit and
  * trim_to_age), YYC_REMOVED_EVICTED (the count, cost and free-space limits, trim_to_count,
  * trim_to_cost, trim_to_free_space).
+ * Group commit: each set of a shared transaction reports its own replacement (none when it was
+ * rolled back). Deferred mode: the replacements and removals of queued writes are reported when
+ * the queue commits (by whichever call commits it, the background worker's timer included); a
+ * queued write overwritten in the queue by a later write of its key is not reported, and an
+ * expired queued set is reported as YYC_REMOVED_EXPIRED once its committed row is found.
  * When: after the removal committed, with no lock held, on the thread of the call that removed
  * it (the background worker for the auto-trim), before that call returns; so the listener may
  * call into the cache. Exactly once per removed entry (a deletion rolled back and retried, on a
@@ -295,7 +303,8 @@ YYC_API void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc);
  * every holder, counted under the core's mutex by the calls that already hold it: exact, no
  * extra lock. get: one hit or one miss (an expired entry is a miss); contains,
  * get_extended_data and time_to_live count nothing. Every set that stored a value is an
- * insertion; removals are counted by cause as the listener would report them (listener or
+ * insertion (in deferred mode: once queued, one per set, even when the queue keeps only the
+ * key's last write); removals are counted by cause as the listener would report them (listener or
  * not). yyc_diskcache_statistics copies a snapshot (also after close). Returns: YYC_OK,
  * YYC_EINVAL (NULL argument). yyc_diskcache_reset_statistics sets every counter to 0 (NULL is
  * fine). Both take only the core's mutex. */
