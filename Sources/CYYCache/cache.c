@@ -22,6 +22,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,9 @@
 struct yyc_cache {
     yyc_memcache *memory;
     yyc_diskcache *disk;
+    /* yyc_cache_statistics' own counters (relaxed atomics: exact, no lock): reads served by
+     * either tier, by neither, and values stored through this cache. */
+    atomic_uint_fast64_t hits, misses, insertions;
 };
 
 typedef struct bytes {
@@ -115,6 +119,15 @@ static int copy_out(const bytes *b, void **out_value, size_t *out_len) {
     return YYC_OK;
 }
 
+/* A read that reached the disk tier: served by it, or by neither tier. */
+static void count_read(yyc_cache *c, int rc) {
+    if (rc == YYC_OK) atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    else if (rc == YYC_NOTFOUND) atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+}
+
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
+                      size_t len, uint64_t generation);
+
 int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len) {
     if (!out_value || !out_len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL output");
     *out_value = NULL;
@@ -125,6 +138,7 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
 
     void *held = NULL;
     if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
         int rc = copy_out(held, out_value, out_len);
         bytes_release(NULL, held);
         return rc;
@@ -134,20 +148,81 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     void *value = NULL;
     size_t len = 0;
     int rc = yyc_diskcache_get(c->disk, key, &value, &len);
+    count_read(c, rc);
     if (rc != YYC_OK) return rc;
-    /* Back-fill the memory tier unless a set or remove came in since the disk read began. A
-     * failed or refused back-fill loses nothing. */
-    bytes *b = bytes_new(value, len);
-    if (b) {
-        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, NULL);
-        bytes_release(NULL, b);
-    }
+    back_fill(c, key, key_len, value, len, generation);
     *out_value = value;
     *out_len = len;
     return YYC_OK;
 }
 
-int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) {
+/* Back-fill the memory tier unless a set or remove came in since the disk read began,
+     * with the disk entry's remaining time to live (none: never), so that memory never serves
+     * a value the disk has let expire. A failed or refused back-fill loses nothing; an entry
+     * gone from disk since the read (expired) is not filled. */
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
+                      size_t len, uint64_t generation) {
+    double ttl = INFINITY;
+    bytes *b = yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len)
+                                                                        : NULL;
+    if (b) {
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                NULL);
+        bytes_release(NULL, b);
+    }
+}
+
+int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load, void *ctx,
+                          void **out_value, size_t *out_len) {
+    if (!out_value || !out_len)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL output");
+    *out_value = NULL;
+    *out_len = 0;
+    if (!c || !key || !load)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL argument");
+    if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: empty key");
+    size_t key_len = strlen(key);
+    void *held = NULL;
+    if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+        int rc = copy_out(held, out_value, out_len);
+        bytes_release(NULL, held);
+        return rc;
+    }
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    /* The disk tier's single flight: one load per missing key, its value stored on disk. */
+    int rc = yyc_diskcache_get_or_load(c->disk, key, load, ctx, out_value, out_len);
+    if (rc != YYC_OK) {
+        atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+        return rc;
+    }
+    /* Found on disk or loaded; memory is filled either way (unless a write came in). */
+    atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    back_fill(c, key, key_len, *out_value, *out_len, generation);
+    return YYC_OK;
+}
+
+int yyc_cache_get_statistics(yyc_cache *c, yyc_cache_statistics *out) {
+    if (!c || !out) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_statistics: NULL argument");
+    yyc_cache_statistics disk;
+    int rc = yyc_diskcache_statistics(c->disk, &disk);
+    if (rc != YYC_OK) return rc;
+    *out = disk; /* removals by cause and loads: the disk tier's (every entry leaves the disk) */
+    out->hits = atomic_load_explicit(&c->hits, memory_order_relaxed);
+    out->misses = atomic_load_explicit(&c->misses, memory_order_relaxed);
+    out->insertions = atomic_load_explicit(&c->insertions, memory_order_relaxed);
+    return YYC_OK;
+}
+
+void yyc_cache_reset_statistics(yyc_cache *c) {
+    if (!c) return;
+    atomic_store_explicit(&c->hits, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->misses, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->insertions, 0, memory_order_relaxed);
+}
+
+/* ttl: seconds for both tiers (INFINITY: never), or NAN for each tier's default. */
+static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len, double ttl) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: empty key");
     if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
@@ -155,7 +230,8 @@ int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) 
     bytes *b = bytes_new(value, len);
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
     uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
-    int rc = yyc_diskcache_set(c->disk, key, value, len, NULL, 0);
+    int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
+                        : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
     if (rc != YYC_OK) {
         /* The disk keeps its previous value. Memory forgets the key, unless a newer write came
          * in meanwhile (then what memory holds is that write's, or nothing). */
@@ -166,13 +242,29 @@ int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) 
         return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
                           saved.message);
     }
+    atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
     bool stored = false;
-    yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    if (isnan(ttl))
+        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    else
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                &stored);
     bytes_release(NULL, b);
     /* Another write on the key (or out of memory): which value the disk kept last is unknown
      * here, so memory forgets the key and the next read takes the disk's. */
     if (!stored) yyc_memcache_remove(c->memory, key, key_len);
     return YYC_OK;
+}
+
+int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len) {
+    return set_impl(c, key, value, len, NAN);
+}
+
+int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, size_t len,
+                           double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set_with_ttl: negative or NaN time to live");
+    return set_impl(c, key, value, len, ttl_seconds);
 }
 
 bool yyc_cache_contains(yyc_cache *c, const char *key) {

@@ -70,8 +70,8 @@ static size_t round_up(size_t n) {
 
 bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const void *value,
                        size_t len, const void *extended, size_t extended_len,
-                       const char *filename) {
-    if (remove) len = extended_len = 0, filename = NULL;
+                       const char *filename, int64_t expiry_ms) {
+    if (remove) len = extended_len = 0, filename = NULL, expiry_ms = 0;
     if (!value) len = 0;
     if (!extended) extended_len = 0;
     if (d->seed == 0) arc4random_buf(&d->seed, sizeof d->seed);
@@ -88,6 +88,7 @@ bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const voi
     char *base = (char *)e;
     e->hash = hash_key(d->seed, key, key_len);
     e->remove = remove;
+    e->expiry_ms = expiry_ms;
     e->len = len;
     e->extended_len = extended_len;
     e->value = len ? base + value_at : NULL;

@@ -77,7 +77,8 @@
 /* A set waiting for its commit (group commit, see commit_write). Lives on the writer's stack;
  * the writer returns only once `done` is set (under the core's lock). */
 typedef struct write_req {
-    yyc__kv_write w;
+    yyc__kv_write w; /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
+    double ttl;      /* seconds (INFINITY: never), or NAN for the core's default time to live */
     bool done;              /* [lock] committed or failed: w.status is final */
     struct write_req *next; /* in `incoming` */
 } write_req;
@@ -93,6 +94,7 @@ struct yyc_diskcache {
     int64_t cost_limit;
     double age_limit;
     int64_t free_space_limit;
+    double default_ttl; /* seconds, INFINITY: none (disk_cache_expiry.c's sets) */
     char *name;
     bool logs;
     yyc_filename_fn filename_fn;
@@ -102,6 +104,16 @@ struct yyc_diskcache {
     void *hook_ctx;
     yyc_error pending[PENDING_MAX]; /* reported under the lock, delivered after unlocking */
     int npending;
+    /* Removal events and statistics (disk_cache.c "removal events"): the listener, the
+     * removals queued under the lock for it (delivered after unlocking, like `pending`), and
+     * the counters. Invariant: nremoved <= capremoved; nremoved == 0 without a listener. */
+    yyc_diskcache_removal_fn removal_fn;
+    void *removal_ctx;
+    struct removal *removed;
+    size_t nremoved, capremoved;
+    yyc_cache_statistics stats;
+    struct flight *flights; /* loads under way (get_or_load), guarded by flights_lock */
+    pthread_mutex_t flights_lock;
 
     /* Group commit: sets pushed without the lock (a lock-free stack, newest first), waiting for
      * it. Whoever holds the lock in a set takes them all and commits them together. */
@@ -129,6 +141,12 @@ struct yyc_diskcache {
 
 enum reg_state { OPENING, READY, CLOSING, CLOSED, FAILED };
 
+/* A removed entry waiting for the listener: its key (owned) and why it left. */
+struct removal {
+    char *key;
+    yyc_removal_cause cause;
+};
+
 /* Every core that is being opened, is open or is being closed, by canonical path (at most one
  * per path). */
 static struct {
@@ -153,6 +171,12 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e);
 static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
+static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
+static void watch_locked(yyc_diskcache *dc);
+static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause);
+static void note_saved_locked(yyc_diskcache *dc, const yyc__kv_write *w);
+static void note_replaced_locked(yyc_diskcache *dc, const char *key);
+static int remove_expired_locked(yyc_diskcache *dc);
 static int commit_write(yyc_diskcache *dc, write_req *req);
 static int deferred_commit_locked(yyc_diskcache *dc);
 static void deferred_close_locked(yyc_diskcache *dc);
@@ -237,6 +261,10 @@ typedef struct event_batch {
     void *ctx;
     int n;
     yyc_error events[PENDING_MAX];
+    yyc_diskcache_removal_fn removal_fn; /* and the removals, for the listener */
+    void *removal_ctx;
+    struct removal *removed; /* owned by the batch */
+    size_t nremoved;
 } event_batch;
 
 /* Caller holds the lock. Takes the queued events for the hook. Without a hook only the
@@ -246,6 +274,14 @@ static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
     b->hook = dc->hook;
     b->ctx = dc->hook_ctx;
     b->n = 0;
+    b->removal_fn = dc->removal_fn;
+    b->removal_ctx = dc->removal_ctx;
+    b->removed = dc->nremoved ? dc->removed : NULL;
+    b->nremoved = dc->nremoved;
+    if (dc->nremoved) {
+        dc->removed = NULL;
+        dc->nremoved = dc->capremoved = 0;
+    }
     if (b->hook) {
         b->n = dc->npending;
         memcpy(b->events, dc->pending, (size_t)b->n * sizeof *b->events);
@@ -261,10 +297,15 @@ static void take_events_locked(yyc_diskcache *dc, event_batch *b) {
 /* Runs the hook on the taken events (no lock held; touches nothing of the core). The calling
  * thread's last error is kept: a library call in the hook that fails does not replace it. */
 static void deliver(const event_batch *b) {
-    if (b->n == 0) return;
+    if (b->n == 0 && b->nremoved == 0) return;
     yyc_error saved;
     yyc_last_error(&saved);
     for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);
+    for (size_t i = 0; i < b->nremoved; i++) {
+        if (b->removal_fn) b->removal_fn(b->removal_ctx, b->removed[i].key, b->removed[i].cause);
+        free(b->removed[i].key);
+    }
+    free(b->removed);
     yyc__error_restore(&saved);
 }
 
@@ -298,9 +339,12 @@ static yyc_kv_type type_for_threshold(size_t threshold) {
 }
 
 static void free_core(yyc_diskcache *dc) {
+    for (size_t i = 0; i < dc->nremoved; i++) free(dc->removed[i].key);
+    free(dc->removed);
     yyc__deferred_clear(&dc->queue);
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
+    pthread_mutex_destroy(&dc->flights_lock);
     free(dc->name);
     free(dc->path);
     free(dc);
@@ -422,6 +466,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     }
     lock_init(&dc->lock);
     lock_init(&dc->timer_lock);
+    lock_init(&dc->flights_lock);
     dc->path = canon;
     dc->threshold = inline_threshold;
     dc->type = type_for_threshold(inline_threshold);
@@ -429,6 +474,7 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     dc->cost_limit = INT64_MAX;
     dc->age_limit = DBL_MAX;
     dc->free_space_limit = 0;
+    dc->default_ttl = INFINITY;
     dc->interval = DEFAULT_AUTO_TRIM_INTERVAL;
     dc->state = OPENING;
     dc->refcount = 1; /* the opener's */
@@ -554,8 +600,10 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return false;
     if (lock_open(dc) != YYC_OK) return false;
     int rc;
-    if (!queued_read_locked(dc, key, false, NULL, NULL, &rc))
+    if (!queued_read_locked(dc, key, false, NULL, NULL, &rc)) {
         rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
+        if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    }
     unlock_and_deliver(dc);
     return rc == YYC_OK;
 }
@@ -568,10 +616,15 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     if (queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+        if (rc == YYC_OK) dc->stats.hits++;
+        else if (rc == YYC_NOTFOUND) dc->stats.misses++;
         unlock_and_deliver(dc);
         return rc;
     }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
+    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    if (rc == YYC_OK) dc->stats.hits++;
+    else if (rc == YYC_NOTFOUND) dc->stats.misses++;
     unlock_and_deliver(dc);
     return rc;
 }
@@ -590,6 +643,7 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
     }
     yyc_kv_item *item = NULL;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
+    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
     if (rc == YYC_OK && item->extended_len) {
         void *copy = malloc(item->extended_len);
         if (!copy) {
@@ -647,10 +701,20 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
                 reqs[i]->w.status = fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
                 yyc_last_error(&reqs[i]->w.error);
             }
-        } else if (dc->mode == YYC_WRITE_DEFERRED) {
-            for (size_t i = 0; i < n; i++) deferred_put_locked(dc, &reqs[i]->w);
+            for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) { /* (default_ttl is [lock]: read here, not in set_impl) */
+            double ttl = isnan(reqs[i]->ttl) ? dc->default_ttl : reqs[i]->ttl;
+            reqs[i]->w.expiry_ms = yyc__kv_expiry_from_ttl(ttl);
+        }
+        if (dc->mode == YYC_WRITE_DEFERRED) {
+            for (size_t i = 0; i < n; i++)
+                if (deferred_put_locked(dc, &reqs[i]->w) == YYC_OK) dc->stats.insertions++;
         } else {
             yyc__kv_save_each(dc->kv, batch, n);
+            for (size_t i = 0; i < n; i++)
+                if (reqs[i]->w.status == YYC_OK) note_saved_locked(dc, &reqs[i]->w);
         }
         for (size_t i = 0; i < n; i++) reqs[i]->done = true;
     }
@@ -674,7 +738,7 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
 
 static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                     const void *extended, size_t extended_len, const char *explicit_name,
-                    bool use_fn) {
+                    bool use_fn, double ttl) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc;
     if (key_is_empty(key) || (!value && len)) {
@@ -732,19 +796,35 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
                            .len = len,
                            .filename = filename,
                            .extended = extended,
-                           .extended_len = extended_len}};
+                           .extended_len = extended_len},
+                     .ttl = ttl};
     return commit_write(dc, &req);
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                       const void *extended, size_t extended_len) {
-    return set_impl(dc, key, value, len, extended, extended_len, NULL, true);
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, NAN);
+}
+
+int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                               const void *extended, size_t extended_len, double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, ttl_seconds);
+}
+
+int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key, const void *value,
+                                            size_t len, const void *extended, size_t extended_len,
+                                            const char *filename, double ttl_seconds) {
+    if (isnan(ttl_seconds) || ttl_seconds < 0)
+        return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, ttl_seconds);
 }
 
 int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
                                     size_t len, const void *extended, size_t extended_len,
                                     const char *filename) {
-    return set_impl(dc, key, value, len, extended, extended_len, filename, false);
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, NAN);
 }
 
 void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx) {
@@ -777,12 +857,17 @@ static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
                          .len = e->len,
                          .filename = e->filename,
                          .extended = e->extended,
-                         .extended_len = e->extended_len};
+                         .extended_len = e->extended_len,
+                         .expiry_ms = e->expiry_ms};
     b->ptrs[b->n++] = w;
 }
 
-/* Caller holds the lock. Commits the queue in one transaction (yyc__kv_apply_batch) and empties
- * it; on failure the queue is kept whole (the error is recorded and reported). */
+/* Caller holds the lock (no removal watch on). Commits the queue in one transaction
+ * (yyc__kv_apply_batch) and empties it; on failure the queue is kept whole (the error is
+ * recorded and reported). Removal events: the rows the queued removals deleted
+ * (YYC_REMOVED_EXPLICIT, under a removal watch) and the rows the queued saves replaced
+ * (YYC_REMOVED_REPLACED), once the batch committed; nothing for a batch rolled back (its retry
+ * reports them). The queued sets were counted as insertions when queued. */
 static int deferred_commit_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
 #ifdef YYC_TESTING
@@ -798,7 +883,12 @@ static int deferred_commit_locked(yyc_diskcache *dc) {
     } else {
         yyc__deferred_each(&dc->queue, add_to_batch, &b);
         assert(b.n == dc->queue.count);
+        watch_locked(dc);
         rc = yyc__kv_apply_batch(dc->kv, b.ptrs, b.n);
+        unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
+        for (size_t i = 0; rc == YYC_OK && i < b.n; i++)
+            if (!b.writes[i].remove && b.writes[i].replaced)
+                note_replaced_locked(dc, b.writes[i].key);
     }
     free(b.writes);
     free(b.ptrs);
@@ -816,7 +906,8 @@ static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
         rc = deferred_commit_locked(dc);
     bool was_empty = dc->queue.count == 0;
     if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
-                                           w->extended, w->extended_len, w->filename))
+                                           w->extended, w->extended_len, w->filename,
+                                           w->expiry_ms))
         rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
     if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
     w->status = rc;
@@ -825,7 +916,7 @@ static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
 }
 
 /* Caller holds the lock. When key has a queued write: true, with *rc YYC_NOTFOUND for a queued
- * removal, else YYC_OK and (out non-NULL) a copy of its value, or of its extended data with
+ * removal or an expired queued save, else YYC_OK and (out non-NULL) a copy of its value, or of its extended data with
  * want_ext, in *out / *out_len (NULL / 0 when empty). */
 static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
                                size_t *out_len, int *rc) {
@@ -833,8 +924,11 @@ static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext
     if (dc->queue.count == 0 || key_is_empty(key)) return false;
     const yyc__deferred_entry *e = yyc__deferred_find(&dc->queue, key);
     if (!e) return false;
-    *rc = e->remove ? YYC_NOTFOUND : YYC_OK;
-    if (e->remove || !out) return true;
+    /* An expired queued save is a miss (its row, committed with its expiry, is then removed
+     * and reported as YYC_REMOVED_EXPIRED by whatever finds it on disk, as for any row). */
+    bool gone = e->remove || (e->expiry_ms != 0 && yyc__kv_now_ms() >= e->expiry_ms);
+    *rc = gone ? YYC_NOTFOUND : YYC_OK;
+    if (gone || !out) return true;
     const void *src = want_ext ? e->extended : e->value;
     size_t n = want_ext ? e->extended_len : e->len;
     if (n == 0) return true; /* (*out and *out_len were cleared by the caller) */
@@ -963,7 +1057,9 @@ int yyc_diskcache_remove(yyc_diskcache *dc, const char *key) {
         unlock_and_deliver(dc);
         return rc;
     }
+    watch_locked(dc);
     rc = key_is_empty(key) ? YYC_OK : yyc_kv_remove(dc->kv, key);
+    unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -973,7 +1069,9 @@ int yyc_diskcache_remove_all(yyc_diskcache *dc) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     yyc__deferred_clear(&dc->queue); /* (everything queued goes too) */
+    watch_locked(dc);
     rc = yyc_kv_remove_all(dc->kv);
+    unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -993,7 +1091,9 @@ int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progres
         rc = lock_open(dc);
         if (rc != YYC_OK) return rc;
         int64_t n = 0;
+        watch_locked(dc);
         rc = yyc__kv_remove_lru_batch(dc->kv, YYC__KV_REMOVE_ALL_BATCH, &n);
+        unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
         unlock_and_deliver(dc);
         if (rc != YYC_OK) return rc;
         if (n == 0) break;
@@ -1082,7 +1182,10 @@ int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = trim_count_locked(dc, count);
+    rc = remove_expired_locked(dc);
+    watch_locked(dc);
+    if (rc == YYC_OK) rc = trim_count_locked(dc, count);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -1092,7 +1195,10 @@ int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = trim_cost_locked(dc, cost);
+    rc = remove_expired_locked(dc);
+    watch_locked(dc);
+    if (rc == YYC_OK) rc = trim_cost_locked(dc, cost);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -1102,7 +1208,10 @@ int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = trim_age_locked(dc, seconds);
+    rc = remove_expired_locked(dc);
+    watch_locked(dc);
+    if (rc == YYC_OK) rc = trim_age_locked(dc, seconds);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -1112,7 +1221,10 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = trim_free_space_locked(dc, bytes);
+    rc = remove_expired_locked(dc);
+    watch_locked(dc);
+    if (rc == YYC_OK) rc = trim_free_space_locked(dc, bytes);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -1126,11 +1238,457 @@ static void auto_trim(void *arg) {
         return;
     }
     deferred_commit_locked(dc);
-    trim_cost_locked(dc, dc->cost_limit);
+    remove_expired_locked(dc);
+    watch_locked(dc);
+    if (dc->kv) trim_cost_locked(dc, dc->cost_limit);
     if (dc->kv) trim_count_locked(dc, dc->count_limit);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
+    watch_locked(dc);
     if (dc->kv) trim_age_locked(dc, dc->age_limit);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
+    watch_locked(dc);
     if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
+    unwatch_locked(dc, YYC_REMOVED_EVICTED);
     unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+}
+
+/* --- removal events and statistics (kv_removals.c) ---
+ *
+ * Every call that may remove rows runs them under a removal watch (watch_locked ...
+ * unwatch_locked with the cause): the storage records the key of each row its committed
+ * transactions deleted; each counts in stats.removals[cause] and, with a listener, is queued
+ * (the key copied) for delivery after the lock is released (unlock_and_deliver). A save that
+ * replaced a row of its key queues a YYC_REMOVED_REPLACED. Removals done by other processes are
+ * not seen. */
+
+static void queue_removal_locked(yyc_diskcache *dc, char *key, yyc_removal_cause cause) {
+    yyc__assert_held(&dc->lock);
+    dc->stats.removals[cause]++;
+    if (!dc->removal_fn) {
+        free(key);
+        return;
+    }
+    if (dc->nremoved == dc->capremoved) {
+        size_t cap = dc->capremoved ? dc->capremoved * 2 : 16;
+        struct removal *p = realloc(dc->removed, cap * sizeof *p);
+        if (!p) { /* (out of memory: the event is lost; the count is kept) */
+            free(key);
+            return;
+        }
+        dc->removed = p;
+        dc->capremoved = cap;
+    }
+    dc->removed[dc->nremoved++] = (struct removal){key, cause};
+}
+
+/* Caller holds the lock; the core is open. */
+static void watch_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->kv) yyc__kv_watch_removals(dc->kv);
+}
+
+static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause) {
+    yyc__assert_held(&dc->lock);
+    if (!dc->kv) return;
+    char **keys = NULL;
+    bool lost = false;
+    size_t n = yyc__kv_unwatch_removals(dc->kv, &keys, &lost);
+    for (size_t i = 0; i < n; i++) queue_removal_locked(dc, keys[i], cause);
+    free(keys);
+}
+
+/* The save w committed: one insertion, and the row it replaced (w->replaced, learned by that
+ * save itself: each write of a group commit has its own) left. */
+static void note_saved_locked(yyc_diskcache *dc, const yyc__kv_write *w) {
+    yyc__assert_held(&dc->lock);
+    assert(!w->remove && w->status == YYC_OK);
+    dc->stats.insertions++;
+    if (w->replaced) note_replaced_locked(dc, w->key);
+}
+
+/* A committed save of key replaced its row: one YYC_REMOVED_REPLACED. */
+static void note_replaced_locked(yyc_diskcache *dc, const char *key) {
+    yyc__assert_held(&dc->lock);
+    char *copy = dc->removal_fn ? strdup(key) : NULL;
+    if (dc->removal_fn && !copy) {
+        dc->stats.removals[YYC_REMOVED_REPLACED]++; /* counted, not delivered */
+        return;
+    }
+    queue_removal_locked(dc, copy, YYC_REMOVED_REPLACED);
+}
+
+void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
+                                        void *ctx) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->removal_fn = fn;
+    dc->removal_ctx = ctx;
+    unlock(&dc->lock); /* (nothing is queued between calls: each delivers its own) */
+}
+
+void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc) {
+    if (!dc) return NULL;
+    lock(&dc->lock);
+    void *ctx = dc->removal_fn ? dc->removal_ctx : NULL;
+    unlock(&dc->lock);
+    return ctx;
+}
+
+int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out) {
+    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    lock(&dc->lock);
+    *out = dc->stats;
+    unlock(&dc->lock);
+    return YYC_OK;
+}
+
+void yyc_diskcache_reset_statistics(yyc_diskcache *dc) {
+    if (!dc) return;
+    lock(&dc->lock);
+    memset(&dc->stats, 0, sizeof dc->stats);
+    unlock(&dc->lock);
+}
+
+/* --- enumeration (kv_entries.c) ---
+ *
+ * An iterator holds a reference to the core and one page of entries (ENTRIES_PAGE at most);
+ * each page is read under the core's lock in one indexed query and handed out after unlocking,
+ * so a walk of any size holds the lock for one page at a time and writers proceed between
+ * pages. */
+
+#define ENTRIES_PAGE 256
+
+/* Invariant: next <= n <= ENTRIES_PAGE; page[next..n) are the entries not handed out yet;
+ * `current` points into page[next - 1] after a successful next. */
+struct yyc_diskcache_iter {
+    yyc_diskcache *dc; /* one reference */
+    yyc__kv_cursor cursor;
+    yyc__kv_entry page[ENTRIES_PAGE];
+    size_t n, next;
+    bool more; /* the last page was full: entries may follow */
+    size_t max_buffered; /* [testing] the most entries held at once */
+    yyc_diskcache_entry current;
+};
+
+int yyc_diskcache_iter_open(yyc_diskcache *dc, yyc_diskcache_iter **out) {
+    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = NULL;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    unlock_and_deliver(dc);
+    yyc_diskcache_iter *it = calloc(1, sizeof *it);
+    if (!it) return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate iterator");
+    it->dc = yyc_diskcache_retain(dc);
+    it->more = true;
+    *out = it;
+    return YYC_OK;
+}
+
+/* Reads the next page (no lock held by the caller). */
+static int iter_fill(yyc_diskcache_iter *it) {
+    yyc__kv_entries_clear(it->page, it->n);
+    it->n = it->next = 0;
+    while (it->n == 0 && it->more) {
+        int rc = lock_open(it->dc);
+        if (rc != YYC_OK) return rc;
+        deferred_commit_locked(it->dc); /* (a failed commit does not stop the walk) */
+        rc = yyc__kv_entries_page(it->dc->kv, &it->cursor, ENTRIES_PAGE, it->page, &it->n,
+                                  &it->more);
+        unlock_and_deliver(it->dc);
+        if (rc != YYC_OK) return rc;
+        if (it->n > it->max_buffered) it->max_buffered = it->n;
+    }
+    return YYC_OK;
+}
+
+int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **out) {
+    if (YYC__MISUSE(it == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out = NULL;
+    for (;;) {
+        if (it->next == it->n) {
+            int rc = iter_fill(it);
+            if (rc != YYC_OK) return rc;
+            if (it->n == 0) return YYC_NOTFOUND;
+        }
+        const yyc__kv_entry *e = &it->page[it->next++];
+        if (e->expiry_ms && e->expiry_ms <= yyc__kv_now_ms()) continue; /* expired meanwhile */
+        it->current = (yyc_diskcache_entry){.key = e->key,
+                                            .filename = e->filename,
+                                            .size = e->size,
+                                            .modification_time = e->modification_time,
+                                            .last_access_time = e->last_access_time,
+                                            .expiry_ms = e->expiry_ms};
+        *out = &it->current;
+        return YYC_OK;
+    }
+}
+
+void yyc_diskcache_iter_free(yyc_diskcache_iter *it) {
+    if (!it) return;
+    yyc__kv_entries_clear(it->page, it->n);
+    yyc_diskcache_release(it->dc);
+    free(it);
+}
+
+int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_fn fn, void *ctx) {
+    if (YYC__MISUSE(dc == NULL || fn == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    yyc_diskcache_iter *it;
+    int rc = yyc_diskcache_iter_open(dc, &it);
+    if (rc != YYC_OK) return rc;
+    const yyc_diskcache_entry *e;
+    while ((rc = yyc_diskcache_iter_next(it, &e)) == YYC_OK) {
+        int stop = fn(ctx, e); /* no lock held */
+        if (stop) {
+            rc = stop;
+            break;
+        }
+    }
+    yyc_diskcache_iter_free(it);
+    return rc == YYC_NOTFOUND ? YYC_OK : rc;
+}
+
+#ifdef YYC_TESTING
+/* Testing: the most entries the iterator held at once. */
+size_t yyc__diskcache_iter_max_buffered(const yyc_diskcache_iter *it);
+size_t yyc__diskcache_iter_max_buffered(const yyc_diskcache_iter *it) { return it->max_buffered; }
+#endif
+
+/* --- loading with single flight ---
+ *
+ * A flight is one load of one key under way; callers that miss on a key with a flight wait on
+ * the flight's condition (with flights_lock, never the core's lock) and get a copy of its
+ * value. Lock order: flights_lock is never held together with the core's lock, and never while
+ * user code (the loader) runs. Invariant: a flight is in dc->flights until done; it is freed
+ * by whoever leaves it done with no waiter. */
+
+struct flight {
+    char *key;
+    long waiters;
+    bool done;
+    int status;
+    void *value; /* a copy for the waiters (done, status YYC_OK, waiters > 0) */
+    size_t len;
+    pthread_cond_t finished;
+    struct flight *next;
+};
+
+static void free_flight(struct flight *f) {
+    pthread_cond_destroy(&f->finished);
+    free(f->value);
+    free(f->key);
+    free(f);
+}
+
+/* Counts a finished load (core lock taken here). */
+static void count_load(yyc_diskcache *dc, bool ok, uint64_t ns) {
+    lock(&dc->lock);
+    if (ok) dc->stats.loads++;
+    else dc->stats.load_failures++;
+    dc->stats.total_load_time_ns += ns;
+    unlock(&dc->lock);
+}
+
+void yyc_diskcache_count_load(yyc_diskcache *dc, bool ok, uint64_t load_ns) {
+    if (dc) count_load(dc, ok, load_ns);
+}
+
+/* Waits for f (caller holds flights_lock and counted itself in f->waiters); copies its result. */
+static int wait_flight_locked(yyc_diskcache *dc, struct flight *f, void **out, size_t *len) {
+    yyc__assert_held(&dc->flights_lock);
+    while (!f->done) {
+        int rc = pthread_cond_wait(&f->finished, &dc->flights_lock);
+        assert(rc == 0);
+        (void)rc;
+    }
+    int status = f->status;
+    if (status == YYC_OK && f->len) {
+        *out = malloc(f->len);
+        if (*out) {
+            memcpy(*out, f->value, f->len);
+            *len = f->len;
+        } else {
+            status = YYC_ENOMEM;
+        }
+    }
+    bool last = --f->waiters == 0;
+    if (last) free_flight(f); /* done flights are out of the list */
+    return status;
+}
+
+int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_load_fn load,
+                              void *ctx, void **out_value, size_t *out_len) {
+    if (YYC__MISUSE(dc == NULL || load == NULL || out_value == NULL || out_len == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_value = NULL;
+    *out_len = 0;
+    if (key_is_empty(key)) return yyc__error(YYC_EINVAL, 0, 0, "empty key");
+    int rc = yyc_diskcache_get(dc, key, out_value, out_len); /* a hit or a miss */
+    if (rc != YYC_NOTFOUND) return rc;
+
+    lock(&dc->flights_lock);
+    struct flight *f = dc->flights;
+    while (f && strcmp(f->key, key) != 0) f = f->next;
+    if (f) { /* another caller loads it: wait for its result */
+        f->waiters++;
+        rc = wait_flight_locked(dc, f, out_value, out_len);
+        unlock(&dc->flights_lock);
+        if (rc != YYC_OK) yyc__error(rc, 0, 0, "the load this call waited for failed");
+        return rc;
+    }
+    f = calloc(1, sizeof *f);
+    char *key_copy = f ? strdup(key) : NULL;
+    if (!key_copy) {
+        unlock(&dc->flights_lock);
+        free(f);
+        return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate a load");
+    }
+    f->key = key_copy;
+    pthread_cond_init(&f->finished, NULL);
+    f->next = dc->flights;
+    dc->flights = f;
+    unlock(&dc->flights_lock);
+
+    /* A load that finished between our miss and our flight stored its value: use it. */
+    rc = yyc_diskcache_get(dc, key, out_value, out_len);
+    bool loaded = false;
+    if (rc == YYC_NOTFOUND) {
+        double start = yyc__monotonic_now();
+        void *value = NULL;
+        size_t len = 0;
+        rc = load(ctx, key, &value, &len); /* no lock held */
+        if (rc == YYC_NOTFOUND) rc = YYC_EIO; /* (a loader has no "miss") */
+        if (rc == YYC_OK && !value && len) rc = YYC_EINVAL;
+        uint64_t ns = (uint64_t)((yyc__monotonic_now() - start) * 1e9);
+        count_load(dc, rc == YYC_OK, ns);
+        if (rc == YYC_OK) rc = yyc_diskcache_set(dc, key, value, len, NULL, 0);
+        if (rc == YYC_OK) {
+            *out_value = len ? value : NULL;
+            *out_len = len;
+            if (!len) free(value);
+        } else {
+            free(value);
+        }
+        loaded = true;
+    }
+    yyc_error failure;
+    if (rc != YYC_OK) yyc_last_error(&failure);
+
+    lock(&dc->flights_lock);
+    for (struct flight **p = &dc->flights; *p; p = &(*p)->next)
+        if (*p == f) {
+            *p = f->next;
+            break;
+        }
+    f->done = true;
+    f->status = rc;
+    if (rc == YYC_OK && f->waiters && *out_len) {
+        f->value = malloc(*out_len);
+        if (f->value) {
+            memcpy(f->value, *out_value, *out_len);
+            f->len = *out_len;
+        } else {
+            f->status = YYC_ENOMEM;
+        }
+    }
+    pthread_cond_broadcast(&f->finished);
+    bool gone = f->waiters == 0;
+    unlock(&dc->flights_lock);
+    if (gone) free_flight(f);
+    if (rc != YYC_OK && loaded)
+        yyc__error(failure.code, failure.sqlite_code, failure.sys_errno, "%s", failure.message);
+    return rc;
+}
+
+#ifdef YYC_TESTING
+/* Testing: how many callers wait for the load of key under way (-1: none under way). */
+long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key);
+long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key) {
+    lock(&dc->flights_lock);
+    long n = -1;
+    for (struct flight *f = dc->flights; f; f = f->next)
+        if (!strcmp(f->key, key)) n = f->waiters;
+    unlock(&dc->flights_lock);
+    return n;
+}
+#endif
+
+/* --- time to live (kv_expiry.c) --- */
+
+/* After a read found no live row for key: removes key's row if it has expired (the read that
+ * finds an entry expired removes it). Its errors are reported through the hook only: the read
+ * still answers that there is no value. Caller holds the lock; the core is open. */
+static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
+    yyc__assert_held(&dc->lock);
+    if (key_is_empty(key)) return;
+    yyc_error saved;
+    yyc_last_error(&saved);
+    bool removed = false;
+    watch_locked(dc);
+    yyc__kv_remove_if_expired(dc->kv, key, &removed);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
+    yyc__error_restore(&saved);
+}
+
+/* Removes every expired entry (the first step of every trim and auto-trim). Caller holds the
+ * lock; the core is open. */
+static int remove_expired_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    watch_locked(dc);
+    int rc = yyc__kv_remove_expired(dc->kv, NULL);
+    unwatch_locked(dc, YYC_REMOVED_EXPIRED);
+    return rc;
+}
+
+int yyc_diskcache_trim_expired(yyc_diskcache *dc) {
+    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
+    rc = remove_expired_locked(dc);
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {
+    if (YYC__MISUSE(dc == NULL || out_seconds == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_seconds = 0;
+    int rc = lock_open(dc);
+    if (rc != YYC_OK) return rc;
+    int64_t expiry = 0;
+    const yyc__deferred_entry *queued = key_is_empty(key) ? NULL : yyc__deferred_find(&dc->queue, key);
+    int64_t now = yyc__kv_now_ms();
+    if (queued) { /* the queued write is the answer (nothing is committed for it) */
+        bool gone = queued->remove || (queued->expiry_ms != 0 && queued->expiry_ms <= now);
+        if (!gone)
+            *out_seconds = queued->expiry_ms == 0 ? INFINITY
+                                                  : (double)(queued->expiry_ms - now) / 1000.0;
+        unlock_and_deliver(dc);
+        return gone ? YYC_NOTFOUND : YYC_OK;
+    }
+    rc = key_is_empty(key) ? YYC_NOTFOUND : yyc__kv_expiry_of(dc->kv, key, &expiry);
+    if (rc == YYC_OK && expiry != 0 && expiry <= now) {
+        remove_if_expired_locked(dc, key);
+        rc = YYC_NOTFOUND;
+    }
+    if (rc == YYC_OK) *out_seconds = expiry == 0 ? INFINITY : (double)(expiry - now) / 1000.0;
+    unlock_and_deliver(dc);
+    return rc;
+}
+
+void yyc_diskcache_set_default_time_to_live(yyc_diskcache *dc, double seconds) {
+    if (!dc) return;
+    lock(&dc->lock);
+    dc->default_ttl = isnan(seconds) ? INFINITY : seconds < 0 ? 0 : seconds;
+    unlock(&dc->lock);
+}
+
+double yyc_diskcache_default_time_to_live(yyc_diskcache *dc) {
+    if (!dc) return INFINITY;
+    lock(&dc->lock);
+    double v = dc->default_ttl;
+    unlock(&dc->lock);
+    return v;
 }
 
 /* --- settings --- */

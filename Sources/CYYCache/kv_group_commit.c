@@ -125,17 +125,24 @@ static int remove_in_batch(yyc_kv *kv, const char *key) {
     return rc;
 }
 
+/* A save of w with its expiry; w->replaced tells whether it replaced a row of its key. */
+static int save_one(yyc_kv *kv, yyc__kv_write *w) {
+    w->replaced = false;
+    int rc = yyc__kv_save_with_expiry(kv, w->key, w->value, w->len, w->filename, w->extended,
+                                      w->extended_len, w->expiry_ms);
+    w->replaced = rc == YYC_OK && yyc__kv_last_save_replaced(kv);
+    return rc;
+}
+
 /* One write inside the transaction. */
-static int write_in_batch(yyc_kv *kv, const yyc__kv_write *w) {
+static int write_in_batch(yyc_kv *kv, yyc__kv_write *w) {
     if (w->remove) return remove_in_batch(kv, w->key);
-    return yyc_kv_save(kv, w->key, w->value, w->len, w->filename, w->extended, w->extended_len);
+    return save_one(kv, w);
 }
 
 /* One write alone, in its own transaction. */
 static void write_alone(yyc_kv *kv, yyc__kv_write *w) {
-    w->status = w->remove ? yyc_kv_remove(kv, w->key)
-                          : yyc_kv_save(kv, w->key, w->value, w->len, w->filename, w->extended,
-                                        w->extended_len);
+    w->status = w->remove ? yyc_kv_remove(kv, w->key) : save_one(kv, w);
     if (w->status != YYC_OK) yyc_last_error(&w->error);
 }
 
@@ -163,6 +170,7 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
                 break;
             }
             set_status(w, write_in_batch(kv, w));
+            if (w->status != YYC_OK) w->replaced = false; /* (rolled back to its savepoint) */
             if (!txn_open(kv)) {
                 usable = false; /* SQLite rolled the transaction back: w's error stands */
             } else if (w->status == YYC_OK) {
@@ -179,6 +187,7 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
         /* Nothing committed: the writes that did not fail by themselves go again, alone. */
         for (size_t i = 0; i < n; i++) {
             yyc__kv_write *w = writes[i];
+            w->replaced = false; /* (its save in the transaction was rolled back) */
             if (i >= done || w->status == YYC_OK) write_alone(kv, w);
             failed += w->status != YYC_OK;
         }
@@ -208,6 +217,7 @@ int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
     yyc_error e;
     if (rc != YYC_OK) yyc_last_error(&e);
     for (size_t i = 0; i < n; i++) {
+        if (rc != YYC_OK) writes[i]->replaced = false; /* (rolled back: nothing was replaced) */
         writes[i]->status = rc;
         if (rc != YYC_OK) writes[i]->error = e;
     }

@@ -77,10 +77,24 @@
 #define SQL_UPSERT                                                                            \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
     "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
+/* Beyond YYKVStorage, too: each row's expiry (unix milliseconds; NULL: never, as in every row
+ * YYKVStorage writes), indexed (partial: only rows that expire) so that the expired rows are
+ * found by one index range. Added at open like the checksum columns; kv_expiry.c. A row is
+ * live while its expiry is NULL or later than yyc_now_ms() (an SQL function of the connection:
+ * the clock of yyc__kv_now_ms). The statements of the checksum variants (the _CRC ones) also
+ * write and test it: has_crc means all three columns are there. */
+#define EXPIRY_COLUMN "yyc_expiry_ms"
+#define SQL_EXPIRY_CHECK "select " EXPIRY_COLUMN " from manifest limit 0;"
+#define SQL_EXPIRY_ADD "alter table manifest add column " EXPIRY_COLUMN " integer;"
+#define SQL_EXPIRY_INDEX                                                                      \
+    "create index if not exists yyc_expiry_idx on manifest(" EXPIRY_COLUMN ") where "       \
+    EXPIRY_COLUMN " is not null;"
+#define LIVE_ROW "(" EXPIRY_COLUMN " is null or " EXPIRY_COLUMN " > yyc_now_ms())"
+
 #define SQL_UPSERT_CRC                                                                        \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
-    "last_access_time, extended_data, " CRC_COLUMN ", " EXT_CRC_COLUMN ") "                  \
-    "values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9);"
+    "last_access_time, extended_data, " CRC_COLUMN ", " EXT_CRC_COLUMN ", " EXPIRY_COLUMN    \
+    ") values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, yyc_save_expiry());"
 #define SQL_TOUCH "update manifest set last_access_time = ?1 where key = ?2;"
 #define SQL_DELETE "delete from manifest where key = ?1;"
 /* Deletions: candidate rows are listed (rowid, filename, size) and deleted by rowid, in one
@@ -98,21 +112,26 @@
 #define CRCS_FULL CRC_COLUMN ", " EXT_CRC_COLUMN
 #define CRCS_INFO "NULL, " EXT_CRC_COLUMN
 #define SQL_GET_ITEM "select " COLS_FULL ", NULL, NULL from manifest where key = ?1;"
-#define SQL_GET_ITEM_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key = ?1;"
+#define SQL_GET_ITEM_CRC \
+    "select " COLS_FULL ", " CRCS_FULL " from manifest where key = ?1 and " LIVE_ROW ";"
 #define SQL_GET_INFO "select " COLS_INFO ", NULL, NULL from manifest where key = ?1;"
-#define SQL_GET_INFO_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key = ?1;"
+#define SQL_GET_INFO_CRC \
+    "select " COLS_INFO ", " CRCS_INFO " from manifest where key = ?1 and " LIVE_ROW ";"
 /* Heads of the `key in (...)` lists of the same rows. */
 #define SQL_ITEMS_IN "select " COLS_FULL ", NULL, NULL from manifest where key in ("
-#define SQL_ITEMS_IN_CRC "select " COLS_FULL ", " CRCS_FULL " from manifest where key in ("
+#define SQL_ITEMS_IN_CRC \
+    "select " COLS_FULL ", " CRCS_FULL " from manifest where " LIVE_ROW " and key in ("
 #define SQL_INFOS_IN "select " COLS_INFO ", NULL, NULL from manifest where key in ("
-#define SQL_INFOS_IN_CRC "select " COLS_INFO ", " CRCS_INFO " from manifest where key in ("
+#define SQL_INFOS_IN_CRC \
+    "select " COLS_INFO ", " CRCS_INFO " from manifest where " LIVE_ROW " and key in ("
 #define SQL_GET_VALUE                                                                         \
     "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
 #define SQL_GET_VALUE_CRC                                                                     \
     "select filename, size, inline_data, last_access_time, " CRC_COLUMN                      \
-    " from manifest where key = ?1;"
+    " from manifest where key = ?1 and " LIVE_ROW ";"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
+#define SQL_EXISTS_CRC "select 1 from manifest where key = ?1 and " LIVE_ROW " limit 1;"
 /* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
  * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
  * instead of failing on overflow as sum() does. */
@@ -120,6 +139,19 @@
 #define SQL_COUNT "select count(*) from manifest;"
 
 /* --- the object --- */
+
+/* The keys of the manifest rows deleted by this connection while the watch is on (SQLite's
+ * preupdate hook), kept once their transaction committed (commit and rollback hooks).
+ * Invariants: committed <= n <= cap; at_commit <= n while commit_seen. */
+typedef struct yyc__kv_removal_watch {
+    bool on;
+    char **keys;      /* NUL-terminated copies, n of them */
+    size_t n, cap;
+    size_t committed; /* keys[0..committed) belong to committed transactions */
+    size_t at_commit; /* n when the commit hook last ran (commit_seen) */
+    bool commit_seen; /* a commit started and no rollback followed it (yet) */
+    bool lost;        /* a key could not be copied (out of memory) */
+} yyc__kv_removal_watch;
 
 /* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
  * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
@@ -165,7 +197,9 @@ struct yyc_kv {
     int fail_opens; /* [testing] opens left to fail */
 #endif
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
-    bool has_crc;         /* the manifest has both checksum columns */
+    bool has_crc;         /* the manifest has both checksum columns and the expiry column */
+    int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
+                             * (0: none); set only around one save (kv_expiry.c) */
     /* [atomic] A checkpoint job is queued or running (kv_sweep.c): set by the WAL hook on the
      * caller's thread (yyc__kv_schedule_checkpoint), cleared by the job on the disk thread as
      * its last access to the kv. At most one such job exists; close drains it first. */
@@ -181,6 +215,9 @@ struct yyc_kv {
     const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
     bool old_row_failed;       /* the hook could not read the replaced row */
     char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
+    bool replaced_row;         /* the hook saw the key's previous row deleted (a replacement) */
+    /* [caller] The keys of the rows deleted while a removal watch is on (kv_removals.c). */
+    yyc__kv_removal_watch watch;
     /* [caller] */
     int lock_depth;       /* folder_lock nesting; > 0: this process holds the folder flock */
     bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
@@ -279,6 +316,27 @@ int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len,
 /* The space reserve: made when missing and there is room; released for a full disk. */
 void yyc__kv_reserve_make(yyc_kv *kv);
 bool yyc__kv_reserve_release(yyc_kv *kv);
+
+/* --- kv_storage.c: deletions for the other files --- */
+
+/* Lists candidate rows: prepares and binds the statement (rowid, filename, size, in the order
+ * they are to go). *adhoc: finalize it instead of giving it back. */
+typedef int (*select_rows_fn)(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc);
+
+/* Deletes the rows `select` lists, then their files, at most `limit` rows per transaction,
+ * as every removal does (under the folder lock, working on a full disk: see kv_storage.c's
+ * "remove" section). *removed (may be NULL) gets the number of rows deleted. Returns YYC_OK or
+ * the error of the step that failed (earlier steps stay done). */
+int yyc__kv_delete_selected(yyc_kv *kv, select_rows_fn select, const void *arg, size_t limit,
+                            int64_t *removed);
+
+/* --- kv_expiry.c: the expiry column --- */
+
+/* Registers the connection's SQL functions yyc_now_ms() (yyc__kv_now_ms) and
+ * yyc_save_expiry() (kv->save_expiry_ms, NULL when 0). Returns an SQLite status. */
+int yyc__kv_expiry_register_functions(yyc_kv *kv, sqlite3 *db);
+/* Whether the manifest has the expiry column and its index, adding them when missing. */
+bool yyc__kv_expiry_ensure_column(sqlite3 *db);
 
 /* --- kv_storage.c: helpers of the save shared with kv_group_commit.c --- */
 

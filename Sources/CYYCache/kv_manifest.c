@@ -324,6 +324,7 @@ static int db_open_once(yyc_kv *kv) {
     rc = sqlite3_create_function_v2(db, "yyc_cost_total", 1,
                                     SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_DIRECTONLY, NULL,
                                     NULL, cost_total_step, cost_total_final, NULL);
+    if (rc == SQLITE_OK) rc = yyc__kv_expiry_register_functions(kv, db);
     if (rc != SQLITE_OK) {
         sqlite3_close(db);
         return yyc__kv_report(kv, true, YYC_ENOMEM, rc, 0, "register the cost sum");
@@ -378,7 +379,8 @@ static int db_open_once(yyc_kv *kv) {
      * frames, which matters most on a full disk (see delete_rows). */
     sqlite3_exec(db, "pragma secure_delete = fast;", NULL, NULL, NULL);
     kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
-                  ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD);
+                  ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD) &&
+                  yyc__kv_expiry_ensure_column(db);
 #ifdef YYC_TESTING
     bool lookup_forced = kv->no_old_row_hook;
 #else
@@ -387,6 +389,7 @@ static int db_open_once(yyc_kv *kv) {
     kv->use_old_row_hook = !lookup_forced && old_row_hook_available() &&
                            find_manifest_columns(db, &kv->col_key, &kv->col_filename);
     kv->db = db;
+    yyc__kv_watch_attach(kv);
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
     return YYC_OK;

@@ -61,6 +61,87 @@ int yyc__kv_wal_size(yyc_kv *kv, int64_t *out);
  * YYC_OK or an error (YYC_EBUSY, YYC_ENOSPC, ...; the manifest is then unchanged). */
 int yyc__kv_vacuum(yyc_kv *kv);
 
+/* --- expiry (kv_expiry.c): a column of ours, unix milliseconds; NULL never expires --- */
+
+/* Now on the expiry clock: unix milliseconds (CLOCK_REALTIME, moved by the test clock). */
+int64_t yyc__kv_now_ms(void);
+
+/* The expiry of a row saved now with a time to live of ttl_seconds (>= 0; INFINITY: none):
+ * now plus the time to live rounded up to a millisecond, or 0 (none) for INFINITY or a time to
+ * live beyond the clock's range. Negative counts as 0 (expired at once). */
+int64_t yyc__kv_expiry_from_ttl(double ttl_seconds);
+
+/* yyc_kv_save, the row expiring at expiry_ms (unix ms; 0: never, exactly yyc_kv_save). A row
+ * expires when now >= its expiry: from then on no yyc_kv read returns it (item, info, value,
+ * the lists, exists). Returns: as yyc_kv_save, and YYC_EIO when the manifest has no expiry
+ * column (it could not be added at open; nothing is written). */
+int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                             const char *filename, const void *extended, size_t extended_len,
+                             int64_t expiry_ms);
+
+/* The expiry of key's row, expired or not (0: never). Returns YYC_OK, YYC_NOTFOUND (no row, or
+ * an empty key), errors. */
+int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms);
+
+/* Removes key's row (and file) if it has expired; *removed tells whether it did. One indexed
+ * read when the row is live or missing. Returns YYC_OK (also when nothing was expired) or an
+ * error. */
+int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed);
+
+/* Removes every expired row and its file (one index range per batch, under the folder lock as
+ * every removal; see yyc_kv_remove) and checkpoints when any went. *removed (may be NULL) gets
+ * the number of rows removed. Returns YYC_OK or an error (earlier batches stay removed). */
+int yyc__kv_remove_expired(yyc_kv *kv, int64_t *removed);
+
+/* The number of expired rows still in the manifest (one index range). Returns YYC_OK or an
+ * error (*out = 0). */
+int yyc__kv_count_expired(yyc_kv *kv, int64_t *out);
+
+/* --- removal watch (kv_removals.c): which keys a call removed --- */
+
+/* Starts recording the key of every manifest row this storage deletes (any removal, trim or
+ * remove-all; not saves), keeping only those whose transaction commits. Needs SQLite's
+ * preupdate hook (yyc__kv_can_watch_removals); without it nothing is recorded. Not nested. */
+void yyc__kv_watch_removals(yyc_kv *kv);
+/* Stops recording; *keys gets the recorded keys (transferred: free each, then the array;
+ * NULL when none) and the count is returned. *lost: a key could not be recorded (out of
+ * memory), so the count may be short. */
+size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost);
+/* Re-installs the watch's hooks on a connection opened while it is on (the manifest's
+ * reopen). */
+void yyc__kv_watch_attach(yyc_kv *kv);
+/* Whether the removal watch works here (the linked SQLite has the preupdate hook). */
+bool yyc__kv_can_watch_removals(const yyc_kv *kv);
+/* Whether the last yyc_kv_save replaced a row of its key (false without the preupdate hook). */
+bool yyc__kv_last_save_replaced(const yyc_kv *kv);
+
+/* --- entries a page at a time (kv_entries.c) --- */
+
+/* Where a walk of the entries is: after the row (last_access_time, rowid); not started: at
+ * the beginning. */
+typedef struct yyc__kv_cursor {
+    bool started;
+    int64_t last_access_time;
+    int64_t rowid;
+} yyc__kv_cursor;
+
+/* One entry of a page; key and filename (NULL: inline) are owned (yyc__kv_entries_clear). */
+typedef struct yyc__kv_entry {
+    int64_t rowid;
+    char *key;
+    char *filename;
+    int64_t size, modification_time, last_access_time;
+    int64_t expiry_ms; /* 0: none */
+} yyc__kv_entry;
+
+/* The next page of at most max live entries after *cursor, least recently used first (ties by
+ * rowid), into out[0..*n); *cursor moves past them; *more: the page was full (entries may
+ * follow). One indexed query; nothing stays open after it. Rows with a key that is not text
+ * are skipped. Returns YYC_OK or an error (*n = 0, *cursor unchanged). */
+int yyc__kv_entries_page(yyc_kv *kv, yyc__kv_cursor *cursor, size_t max, yyc__kv_entry *out,
+                         size_t *n, bool *more);
+/* Frees the strings of entries[0..n). */
+void yyc__kv_entries_clear(yyc__kv_entry *entries, size_t n);
 /* One write of a batch (kv_group_commit.c): a save of key (value, file name, extended data as
  * yyc_kv_save takes them; everything borrowed for the call) or, with remove, a removal of key.
  * status (and error, when status is not YYC_OK) are set by the batch. */
@@ -72,8 +153,12 @@ typedef struct yyc__kv_write {
     const char *filename; /* NULL or "": inline */
     const void *extended;
     size_t extended_len;
+    int64_t expiry_ms; /* a save's expiry (unix ms; 0: never), as yyc__kv_save_with_expiry */
     int status;      /* out */
     yyc_error error; /* out: the details of a failure */
+    bool replaced;   /* out: a save that committed replaced a row of its key (a save rolled back,
+                      * to its savepoint or with its transaction, did not); always false
+                      * without the preupdate hook */
 } yyc__kv_write;
 
 /* Group commit: the writes in one transaction under the folder lock, each in its own SAVEPOINT,
@@ -97,6 +182,13 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
 int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n);
 
 #ifdef YYC_TESTING
+/* Testing: moves the expiry clock (yyc__kv_now_ms) forward by ms (backward if negative), for
+ * every storage of the process. Thread-safe. */
+void yyc__kv_testing_advance_clock(int64_t ms);
+/* Testing: stops the expiry clock where it is now (frozen true; only advance_clock moves it
+ * then), or lets it run again (false). Thread-safe. */
+void yyc__kv_testing_freeze_clock(bool frozen);
+
 /* Testing: whether the manifest connection is open now (false after a failed reopen). */
 bool yyc__kv_is_open(const yyc_kv *kv);
 

@@ -393,6 +393,7 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
     if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len ||
         memcmp(old_key, kv->hook_key, key_len))
         return; /* not the key's row (only a trigger someone added could delete another) */
+    kv->replaced_row = true;
     const char *name = NULL;
     if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
     if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
@@ -405,10 +406,12 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
 static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what) {
     kv->hook_key = key;
     kv->old_row_failed = false;
+    kv->replaced_row = false;
     kv->old_filename[0] = '\0';
     sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
     int rc = yyc__kv_step_done(kv, s, what);
     sqlite3_preupdate_hook(kv->db, NULL, NULL);
+    yyc__kv_watch_attach(kv); /* a removal watch on (a deferred batch's removals) goes on */
     kv->hook_key = NULL;
     return rc;
 }
@@ -629,10 +632,6 @@ static int64_t column_cost(sqlite3_stmt *s, int col) {
     int64_t v = sqlite3_column_int64(s, col);
     return v > 0 ? v : 0;
 }
-
-/* Lists candidate rows: prepares and binds the statement (rowid, filename, size, in the order
- * they are to go). *adhoc: finalize it instead of giving it back. */
-typedef int (*select_rows_fn)(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc);
 
 enum fit { FIT_NONE, FIT_COUNT, FIT_SIZE };
 
@@ -972,6 +971,14 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
     deletion d = {.select = select_lru, .limit = (size_t)limit, .one_step = true};
     int rc = delete_rows(kv, &d);
     *removed = d.removed;
+    return rc;
+}
+
+int yyc__kv_delete_selected(yyc_kv *kv, select_rows_fn select, const void *arg, size_t limit,
+                            int64_t *removed) {
+    deletion d = {.select = select, .arg = arg, .limit = limit};
+    int rc = delete_rows(kv, &d);
+    if (removed) *removed = d.removed;
     return rc;
 }
 
@@ -1369,7 +1376,8 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
-    int rc = yyc__kv_prepare(kv, SQL_EXISTS, &s);
+    bool with_crc;
+    int rc = yyc__kv_prepare2(kv, SQL_EXISTS, SQL_EXISTS_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = sqlite3_step(s);

@@ -712,6 +712,27 @@ int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size
     return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored, NAN);
 }
 
+int yyc_memcache_set_if_generation_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
+                                            void *value, size_t cost, uint64_t generation,
+                                            double ttl_seconds, bool *out_stored) {
+    if (out_stored) *out_stored = false;
+    if (!c || (!key && key_len > 0) || c->inline_values || !valid_ttl(ttl_seconds))
+        return YYC_EINVAL;
+    return set_impl(c, key, key_len, value, NULL, cost, false, &generation, out_stored,
+                    ttl_seconds);
+}
+
+int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *key,
+                                                   size_t key_len, const void *value, size_t cost,
+                                                   uint64_t generation, double ttl_seconds,
+                                                   bool *out_stored) {
+    if (out_stored) *out_stored = false;
+    if (!c || (!key && key_len > 0) || !value || !c->inline_values || !valid_ttl(ttl_seconds))
+        return YYC_EINVAL;
+    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored,
+                    ttl_seconds);
+}
+
 /* Unlocks c (held by the caller); the detached node n (NULL: none) then follows the release
  * policy: queued for the worker, or released here in a callback scope. The caller must not
  * touch c after this returns: a release callback may have freed it. */

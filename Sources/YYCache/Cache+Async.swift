@@ -39,10 +39,19 @@ extension Cache {
     public func value(forKey key: String) async throws -> Value? {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return nil }
-        if let value = memoryCache.value(forKey: key) { return value }
+        if let value = memoryCache.value(forKey: key) {
+            counters.hit()
+            return value
+        }
         let generation = memoryCache.writeGeneration(forKey: key)
-        guard let data = try await diskCache.data(forKey: key) else { return nil }
-        return try backFill(data, forKey: key, generation: generation)
+        let disk = diskCache
+        guard let found = try await disk.onDiskQueue({ try disk.dataAndTimeToLive(forKey: key) })
+        else {
+            counters.miss()
+            return nil
+        }
+        counters.hit()
+        return try backFill(found.0, forKey: key, generation: generation, timeToLive: found.1)
     }
 
     /// Stores `value` on disk, then in memory; the async twin of ``setValue(_:forKey:)``.
@@ -58,18 +67,32 @@ extension Cache {
             try await removeValue(forKey: key)
             return
         }
+        try await store(value, forKey: key, timeToLive: nil)
+    }
+
+    /// The async twin of `store(_:forKey:timeToLive:)` (the disk write off the cooperative
+    /// pool).
+    func store(_ value: Value, forKey key: String, timeToLive: Double?) async throws {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
         let data = try diskCache.encode(value)
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            try await diskCache.setData(data, forKey: key)
+            let disk = diskCache
+            try await disk.onDiskQueue {
+                if let timeToLive {
+                    try disk.store(data, forKey: key, extendedData: nil, timeToLive: timeToLive)
+                } else {
+                    try disk.setData(data, forKey: key)
+                }
+            }
         } catch {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
-        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation)
+        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation,
+                      timeToLive: timeToLive)
     }
 
     /// Removes `key`'s value from both tiers; the async twin of ``removeValue(forKey:)``.

@@ -53,6 +53,13 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// default) means the encoded size itself. A negative result counts as 0.
     public let memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)?
 
+    /// The counters of ``statistics`` (atomic: no lock).
+    let counters = CacheCounters()
+
+    /// The blocking and the async loads under way (``value(forKey:orLoad:)``).
+    let flights = CacheLoadFlights<Value>()
+    let asyncLoads = CacheAsyncLoads<Value>()
+
     /// Opens the cache named `name` in the user's cache directory: `$XDG_CACHE_HOME/<name>`
     /// when `XDG_CACHE_HOME` is an absolute path, else `$HOME/.cache/<name>`, else
     /// `<home directory from the password database>/.cache/<name>`.
@@ -132,10 +139,17 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func value(forKey key: String) throws -> Value? {
         guard CStrings.isStorableKey(key) else { return nil }
-        if let value = memoryCache.value(forKey: key) { return value }
+        if let value = memoryCache.value(forKey: key) {
+            counters.hit()
+            return value
+        }
         let generation = memoryCache.writeGeneration(forKey: key)
-        guard let data = try diskCache.data(forKey: key) else { return nil }
-        return try backFill(data, forKey: key, generation: generation)
+        guard let found = try diskCache.dataAndTimeToLive(forKey: key) else {
+            counters.miss()
+            return nil
+        }
+        counters.hit()
+        return try backFill(found.0, forKey: key, generation: generation, timeToLive: found.1)
     }
 
     /// Stores `value` on disk (encoded), then in memory (cost: the encoded size, or
@@ -157,18 +171,29 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
             try removeValue(forKey: key)
             return
         }
+        try store(value, forKey: key, timeToLive: nil)
+    }
+
+    /// Stores `value` on disk, then in memory, with a time to live in seconds for both tiers
+    /// (`.infinity`: never), or `nil` for each tier's default.
+    func store(_ value: Value, forKey key: String, timeToLive: Double?) throws {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
         let data = try diskCache.encode(value)
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            try diskCache.setData(data, forKey: key)
+            if let timeToLive {
+                try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: timeToLive)
+            } else {
+                try diskCache.setData(data, forKey: key)
+            }
         } catch {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
-        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation)
+        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation,
+                      timeToLive: timeToLive)
     }
 
     /// Removes `key`'s value from disk, then from memory. An empty key does nothing.
@@ -205,20 +230,27 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     // if the key's write generation, taken before the disk call, is still the same).
 
     /// Decodes bytes read from disk and copies the value into memory unless the key was written
-    /// since `generation` was taken (before the disk read).
-    func backFill(_ data: Data, forKey key: String, generation: UInt64) throws -> Value {
+    /// since `generation` was taken (before the disk read), keeping the disk entry's remaining
+    /// time to live (seconds; `.infinity`: none), so memory never outlives the disk.
+    func backFill(_ data: Data, forKey key: String, generation: UInt64, timeToLive: Double)
+        throws -> Value
+    {
         let value = try diskCache.decode(Value.self, from: data)
         memoryCache.setValue(value, forKey: key, cost: cost(of: value, byteCount: data.count),
-                             ifGeneration: generation)
+                             ifGeneration: generation, timeToLive: timeToLive)
         return value
     }
 
     /// After a successful disk write: stores the value in memory unless another write on the
     /// key came in since `generation` was taken (before the disk write); then the disk's last
     /// value is unknown here, so memory forgets the key.
-    func storeInMemory(_ value: Value, byteCount: Int, forKey key: String, generation: UInt64) {
+    /// `timeToLive`: seconds, or `nil` for the memory tier's default.
+    func storeInMemory(_ value: Value, byteCount: Int, forKey key: String, generation: UInt64,
+                       timeToLive: Double? = nil) {
+        counters.insertion()
         let cost = cost(of: value, byteCount: byteCount)
-        if !memoryCache.setValue(value, forKey: key, cost: cost, ifGeneration: generation) {
+        if !memoryCache.setValue(value, forKey: key, cost: cost, ifGeneration: generation,
+                                 timeToLive: timeToLive) {
             memoryCache.removeValue(forKey: key)
         }
     }

@@ -65,6 +65,13 @@ extension DiskCache {
             try removeValue(forKey: key)
             return
         }
+        try store(data, forKey: key, extendedData: extendedData, timeToLive: nil)
+    }
+
+    /// Stores `data` for `key` (see ``setData(_:forKey:extendedData:)-1okrg``) with a time to
+    /// live in seconds (`.infinity`: never expires), or `nil` for the core's
+    /// ``defaultTimeToLive``.
+    func store(_ data: Data, forKey key: String, extendedData: Data?, timeToLive: Double?) throws {
         guard CStrings.isStorableKey(key) else {
             try withCore { _ in }  // a closed cache reports .closed first
             throw CacheError.invalidArgument("the key is empty or contains NUL")
@@ -86,8 +93,14 @@ extension DiskCache {
                 CStrings.withOptional(name) { cName in
                     CStrings.withBytes(data) { bytes, count in
                         CStrings.withBytes(extendedData) { extended, extendedCount in
-                            yyc_diskcache_set_with_filename(
-                                core, cKey, bytes, count, extended, extendedCount, cName)
+                            if let timeToLive {
+                                yyc_diskcache_set_with_filename_and_ttl(
+                                    core, cKey, bytes, count, extended, extendedCount, cName,
+                                    timeToLive)
+                            } else {
+                                yyc_diskcache_set_with_filename(
+                                    core, cKey, bytes, count, extended, extendedCount, cName)
+                            }
                         }
                     }
                 }

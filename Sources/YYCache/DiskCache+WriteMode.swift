@@ -7,7 +7,7 @@ extension DiskCache {
     ///
     /// Setting ``DiskWriteMode/immediate`` commits the queued writes first; if that commit
     /// fails, the mode stays deferred, the writes stay queued, and the error is reported to
-    /// ``didReportError`` and ``reportedErrors(bufferSize:)`` (call ``flush()`` to get it
+    /// ``didReportError`` and ``reportedErrors(bufferSize:)`` (call `flush()` to get it
     /// thrown). After ``close()`` the getter answers ``DiskWriteMode/immediate`` and the setter
     /// does nothing.
     ///

@@ -10,7 +10,7 @@ public enum DiskWriteMode: Sendable, Hashable {
     case immediate
     /// A set (or removal) returns once queued in memory; the queue is committed in one
     /// transaction at most `maxDelay` after its first write (clamped to 1 ms ... 1 hour), and by
-    /// ``DiskCache/flush()``, ``DiskCache/close()`` and `exit()`.
+    /// `DiskCache.flush()` (sync or async), ``DiskCache/close()`` and `exit()`.
     ///
     /// Reads in this process see queued writes and removals. A crash loses at most the writes
     /// acknowledged within the last `maxDelay` (plus one batch), and what survives is a prefix

@@ -24,8 +24,12 @@ extension MemoryCache {
     ///
     /// The corresponding C functions are `yyc_memcache_set_if_generation` and
     /// `yyc_memcache_set_inline_if_generation`. Stores like ``setValue(_:forKey:cost:)``.
+    ///
+    /// `timeToLive`: seconds (`.infinity`: never), or `nil` for ``defaultTimeToLive``; with one,
+    /// the C functions are the `_with_ttl` twins.
     @discardableResult
-    func setValue(_ value: Value, forKey key: Key, cost: Int, ifGeneration generation: UInt64) -> Bool {
+    func setValue(_ value: Value, forKey key: Key, cost: Int, ifGeneration generation: UInt64,
+                  timeToLive: Double? = nil) -> Bool {
         let cCost = cost > 0 ? cost : 0
         let handle = self.handle
         var stored = false
@@ -37,8 +41,14 @@ extension MemoryCache {
                 let bytes = buffer.baseAddress!
                 let typed = bytes.initializeMemory(as: Value.self, to: value)
                 _ = key.withCacheKeyBytes {
-                    yyc_memcache_set_inline_if_generation(
-                        handle, $0.baseAddress, $0.count, bytes, cCost, generation, &stored)
+                    if let timeToLive {
+                        yyc_memcache_set_inline_if_generation_with_ttl(
+                            handle, $0.baseAddress, $0.count, bytes, cCost, generation, timeToLive,
+                            &stored)
+                    } else {
+                        yyc_memcache_set_inline_if_generation(
+                            handle, $0.baseAddress, $0.count, bytes, cCost, generation, &stored)
+                    }
                 }
                 if !stored { typed.deinitialize(count: 1) }
             }
@@ -50,8 +60,14 @@ extension MemoryCache {
         withExtendedLifetime(object) {
             let pointer = Unmanaged.passUnretained(object).toOpaque()
             _ = key.withCacheKeyBytes {
-                yyc_memcache_set_if_generation(
-                    handle, $0.baseAddress, $0.count, pointer, cCost, generation, &stored)
+                if let timeToLive {
+                    yyc_memcache_set_if_generation_with_ttl(
+                        handle, $0.baseAddress, $0.count, pointer, cCost, generation, timeToLive,
+                        &stored)
+                } else {
+                    yyc_memcache_set_if_generation(
+                        handle, $0.baseAddress, $0.count, pointer, cCost, generation, &stored)
+                }
             }
         }
         releaseHandedBackValues()

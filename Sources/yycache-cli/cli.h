@@ -87,6 +87,7 @@ typedef struct cli_row {
     int64_t modification_time;
     int64_t last_access_time;
     int64_t extended_len;
+    int64_t expiry_ms; /* the library's yyc_expiry_ms column: unix ms; 0 when none (or no column) */
 } cli_row;
 
 typedef struct cli_rows {
@@ -104,6 +105,7 @@ typedef struct cli_stats {
     int64_t file_count, file_size;
     bool has_access; /* false when the manifest is empty */
     int64_t oldest_access, newest_access;
+    int64_t expired_count; /* rows whose time to live has passed (0 without the column) */
 } cli_stats;
 
 /* Whether path is a cache folder, decided without changing anything: a folder (the path itself
@@ -127,6 +129,8 @@ int64_t cli_count_entries_at(int root_fd, const char *name);
  * limit < 0 means no limit. */
 bool manifest_read_stats(const char *path, cli_stats *out);
 bool manifest_read_rows(const char *path, cli_sort sort, int64_t limit, cli_rows *out);
+/* Now in unix milliseconds (the clock of the library's expiry column). */
+int64_t now_ms(void);
 
 /* ---- verify's scan (manifest.c) ---- */
 

@@ -46,8 +46,8 @@ static const char general_help[] =
     "including folders written by YYKVStorage (Objective-C).\n"
     "\n"
     "Read-only commands (manifest.sqlite opened read-only; the folder is never changed):\n"
-    "  stats PATH                  entries, sizes, inline/file split, access times, manifest\n"
-    "                              and WAL sizes\n"
+    "  stats PATH                  entries, sizes, inline/file split, access times, expired\n"
+    "                              entries, manifest and WAL sizes\n"
     "  ls PATH                     list the entries (--limit N, --sort access|size|key, --json)\n"
     "  verify PATH                 check rows against data/ (with --repair it fixes them)\n"
     "Commands that change the folder (through the library, like DiskCache, or under the\n"
@@ -55,8 +55,8 @@ static const char general_help[] =
     "  get PATH KEY [-o FILE]      write a value's bytes (refreshes its access time)\n"
     "  set PATH KEY [FILE|-]       store a value read from FILE or standard input\n"
     "  rm PATH KEY...              remove keys\n"
-    "  trim PATH [--count N] [--size BYTES] [--age SECONDS]\n"
-    "                              evict least recently used entries\n"
+    "  trim PATH [--expired] [--count N] [--size BYTES] [--age SECS]\n"
+    "                              remove expired entries, evict least recently used ones\n"
     "  clear PATH                  remove every entry\n"
     "  vacuum PATH                 compact manifest.sqlite and empty its WAL\n"
     "\n"
@@ -253,6 +253,7 @@ static int cmd_stats(int argc, char **argv) {
         print_json_int_or_null(stdout, s.has_access, s.oldest_access);
         printf(", \"newest_access\": ");
         print_json_int_or_null(stdout, s.has_access, s.newest_access);
+        printf(", \"expired_count\": %lld", (long long)s.expired_count);
         printf(", \"manifest_size\": %lld, \"wal_size\": %lld, \"trash_entries\": %lld}\n",
                (long long)manifest, (long long)wal, (long long)trash);
         return EXIT_OK;
@@ -261,6 +262,9 @@ static int cmd_stats(int argc, char **argv) {
     printf("path:           ");
     print_key(stdout, path, strlen(path), false);
     printf("\nentries:        %lld\n", (long long)s.count);
+    printf("expired:        %lld %s past %s time to live (the next read or trim removes %s)\n",
+           (long long)s.expired_count, entries(s.expired_count),
+           s.expired_count == 1 ? "its" : "their", s.expired_count == 1 ? "it" : "them");
     printf("total size:     %s\n", fmt_size(s.total_size, exact, b1));
     printf("  inline:       %lld %s, %s\n", (long long)s.inline_count, entries(s.inline_count),
            fmt_size(s.inline_size, exact, b1));
@@ -325,6 +329,7 @@ static int cmd_ls(int argc, char **argv) {
 
     cli_rows rows;
     if (!manifest_read_rows(path, sort, limit, &rows)) return EXIT_ERROR;
+    int64_t now = now_ms();
     if (json) fputs("[", stdout);
     for (size_t i = 0; i < rows.count; i++) {
         const cli_row *r = &rows.items[i];
@@ -338,13 +343,18 @@ static int cmd_ls(int argc, char **argv) {
             else
                 fputs("null", stdout);
             printf(", \"modification_time\": %lld, \"last_access_time\": %lld, "
-                   "\"extended_data_size\": %lld}",
+                   "\"extended_data_size\": %lld, \"expiry_time_ms\": ",
                    (long long)r->modification_time, (long long)r->last_access_time,
                    (long long)r->extended_len);
+            print_json_int_or_null(stdout, r->expiry_ms != 0, r->expiry_ms);
+            printf(", \"expired\": %s}", r->expiry_ms && r->expiry_ms <= now ? "true" : "false");
         } else {
-            char b1[32], b2[32];
-            printf("%10s  %s  %-6s  ", fmt_size(r->size, exact, b1),
-                   fmt_time(r->last_access_time, b2), r->filename ? "file" : "inline");
+            char b1[32], b2[32], b3[32];
+            const char *expiry = !r->expiry_ms            ? "never"
+                                 : r->expiry_ms <= now    ? "expired"
+                                                          : fmt_time(r->expiry_ms / 1000, b3);
+            printf("%10s  %s  %-19s  %-6s  ", fmt_size(r->size, exact, b1),
+                   fmt_time(r->last_access_time, b2), expiry, r->filename ? "file" : "inline");
             if (r->key)
                 print_key(stdout, r->key, r->key_len, false);
             else
@@ -493,15 +503,19 @@ static int cmd_trim(int argc, char **argv) {
     static const struct option opts[] = {
         {"count", required_argument, NULL, 'c'}, {"size", required_argument, NULL, 's'},
         {"age", required_argument, NULL, 'a'},   {"bytes", no_argument, NULL, 'b'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"expired", no_argument, NULL, 'e'},     {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     int64_t count = -1, size = -1, age = -1;
-    bool exact = false;
+    bool exact = false, expired = false;
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
         case 'b':
             exact = true;
+            break;
+        case 'e':
+            expired = true;
             break;
         case 'c':
             if (!parse_count(optarg, &count))
@@ -520,8 +534,8 @@ static int cmd_trim(int argc, char **argv) {
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
-    if (count < 0 && size < 0 && age < 0)
-        return usage_error(argv[0], "give at least one of --count, --size, --age");
+    if (count < 0 && size < 0 && age < 0 && !expired)
+        return usage_error(argv[0], "give at least one of --expired, --count, --size, --age");
     const char *path = argv[optind];
 
     yyc_kv *kv;
@@ -529,6 +543,15 @@ static int cmd_trim(int argc, char **argv) {
     int64_t count_before = 0, size_before = 0, count_after = 0, size_after = 0;
     int st = yyc_kv_count(kv, &count_before);
     if (st == YYC_OK) st = yyc_kv_size(kv, &size_before);
+    if (st == YYC_OK && expired) { /* first, as every trim of the library */
+        yyc_diskcache *dc;
+        if (!open_disk_cache(path, &dc)) {
+            yyc_kv_close(kv);
+            return EXIT_ERROR;
+        }
+        st = yyc_diskcache_trim_expired(dc);
+        yyc_diskcache_release(dc);
+    }
     /* The order of DiskCache's auto-trim: size, count, age. */
     if (st == YYC_OK && size >= 0) st = yyc_kv_remove_to_fit_size(kv, size);
     if (st == YYC_OK && count >= 0) st = yyc_kv_remove_to_fit_count(kv, count);
@@ -842,17 +865,20 @@ static const command commands[] = {
      "Prints the number of entries, their total size, the split between inline values (in\n"
      "manifest.sqlite) and files (in data/) by count and bytes, the oldest and newest access\n"
      "times, the sizes of manifest.sqlite and of its WAL (manifest.sqlite-wal: writes not yet\n"
-     "copied into the manifest; 'yycache vacuum' empties it), and the entries in trash/.\n"
+     "copied into the manifest; 'yycache vacuum' empties it), the entries in trash/, and how\n"
+     "many entries are past their time to live (the library's expiry column; the next read or\n"
+     "trim removes them).\n"
      "\n"
      "Read-only: manifest.sqlite is opened with SQLITE_OPEN_READONLY, never through the\n"
      "library; nothing is written, rebuilt, trimmed or deleted (not even trash/).\n"
      "\n"
      "  --json    one JSON object: path, count, total_size, inline_count, inline_size,\n"
      "            file_count, file_size, oldest_access, newest_access (unix seconds or null),\n"
-     "            manifest_size, wal_size, trash_entries\n"
+     "            expired_count, manifest_size, wal_size, trash_entries\n"
      "  --bytes   exact byte counts instead of 1.5 KiB\n"},
     {"ls", cmd_ls, "ls PATH [--limit N] [--sort access|size|key] [--json] [--bytes]",
-     "Lists the entries, one per line: size, last access time, storage (inline or file), key.\n"
+     "Lists the entries, one per line: size, last access time, expiry (the time to live's end,\n"
+     "'never', or 'expired': the next read or trim removes it), storage (inline or file), key.\n"
      "Keys are printed safely: control characters, backslashes and bytes that are not UTF-8\n"
      "appear as \\n, \\t, \\\\, \\xHH.\n"
      "\n"
@@ -865,7 +891,8 @@ static const command commands[] = {
      "  --limit N       at most N entries (after sorting)\n"
      "  --json          a JSON array of {key, size, storage (\"inline\" or \"file\"), filename\n"
      "                  (null when inline), modification_time, last_access_time,\n"
-     "                  extended_data_size}. Strings are UTF-8; control characters are\n"
+     "                  extended_data_size, expiry_time_ms (unix milliseconds or null),\n"
+     "                  expired}. Strings are UTF-8; control characters are\n"
      "                  escaped; each byte of a key that is not valid UTF-8 is written as\n"
      "                  \\u00XX and the exact key is added as key_hex (lowercase hex).\n"
      "  --bytes         exact byte counts instead of 1.5 KiB\n"},
@@ -873,6 +900,8 @@ static const command commands[] = {
      "Writes the value's raw bytes to standard output, or to FILE with -o/--output.\n"
      "Like any read through the library (DiskCache), this refreshes the entry's access time,\n"
      "and a row whose data file is missing is removed and reported as missing.\n"
+     "\n"
+     "An entry past its time to live has no value: it is removed and reported as missing.\n"
      "\n"
      "Exit status 1, with a message on standard error, when the key has no value (FILE is\n"
      "then not created).\n"},
@@ -886,14 +915,16 @@ static const command commands[] = {
     {"rm", cmd_rm, "rm PATH KEY...",
      "Removes each KEY (its row and its file) through the library. A key that has no value is\n"
      "not an error (exit status 0), as in the library.\n"},
-    {"trim", cmd_trim, "trim PATH [--count N] [--size BYTES] [--age SECONDS] [--bytes]",
+    {"trim", cmd_trim, "trim PATH [--expired] [--count N] [--size BYTES] [--age SECS]",
      "Evicts entries through the library, least recently used first, in DiskCache's order:\n"
      "\n"
+     "  --expired       first, the entries past their time to live\n"
      "  --size BYTES    until the total size is at most BYTES (suffixes: K, M, G, T and\n"
      "                  KiB... are powers of 1024; KB, MB, GB, TB powers of 1000; 1.5M works)\n"
      "  --count N       until at most N entries are left\n"
-     "  --age SECONDS   remove entries not accessed in the last SECONDS (suffixes s, m, h,\n"
-     "                  d, w); 0 removes everything\n"
+     "  --age SECS      remove entries not accessed in the last SECS seconds (suffixes s,\n"
+     "                  m, h, d, w); 0 removes everything\n"
+     "  --bytes         exact byte counts instead of 1.5 KiB\n"
      "\n"
      "Prints how many entries and bytes were removed and what is left.\n"},
     {"clear", cmd_clear, "clear PATH",

@@ -288,6 +288,12 @@ bool cli_identify_cache(const char *path) {
 
 /* ---- stats ---- */
 
+int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static bool read_stats(sqlite3 *db, void *ctx) {
     cli_stats *s = ctx;
     /* filename NULL or empty means inline, as YYKVStorage reads a row. */
@@ -316,6 +322,17 @@ static bool read_stats(sqlite3 *db, void *ctx) {
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return sql_failed(db);
+    /* Expired rows: the library's expiry column (unix ms) is in the past. A folder without the
+     * column (YYKVStorage's) has none. */
+    static const char expired_sql[] =
+        "SELECT count(*) FROM manifest WHERE yyc_expiry_ms <= ?1";
+    if (sqlite3_prepare_v2(db, expired_sql, -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, now_ms());
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) s->expired_count = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_ROW) return sql_failed(db);
+    }
     return true;
 }
 
@@ -367,14 +384,20 @@ static bool read_rows(sqlite3 *db, void *ctx) {
         [SORT_SIZE] = "size DESC, key ASC",
     };
     char sql[512];
-    snprintf(sql, sizeof sql,
-             "SELECT rowid, key, filename, size, length(CAST(inline_data AS BLOB)),"
-             " modification_time, last_access_time, length(CAST(extended_data AS BLOB))"
-             " FROM manifest"
-             " ORDER BY %s LIMIT ?1",
-             order[q->sort]);
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) return sql_failed(db);
+    sqlite3_stmt *st = NULL;
+    /* With the library's expiry column if the folder has it (YYKVStorage's has not). */
+    for (int with_expiry = 1; with_expiry >= 0; with_expiry--) {
+        snprintf(sql, sizeof sql,
+                 "SELECT rowid, key, filename, size, length(CAST(inline_data AS BLOB)),"
+                 " modification_time, last_access_time, length(CAST(extended_data AS BLOB)), %s"
+                 " FROM manifest"
+                 " ORDER BY %s LIMIT ?1",
+                 with_expiry ? "yyc_expiry_ms" : "NULL", order[q->sort]);
+        if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) break;
+        sqlite3_finalize(st);
+        st = NULL;
+    }
+    if (!st) return sql_failed(db);
     sqlite3_bind_int64(st, 1, q->limit < 0 ? -1 : q->limit);
     size_t cap = 0;
     bool oom = false;
@@ -404,6 +427,10 @@ static bool read_rows(sqlite3 *db, void *ctx) {
         r->modification_time = sqlite3_column_int64(st, 5);
         r->last_access_time = sqlite3_column_int64(st, 6);
         r->extended_len = sqlite3_column_int64(st, 7);
+        if (sqlite3_column_type(st, 8) == SQLITE_INTEGER) {
+            int64_t expiry = sqlite3_column_int64(st, 8);
+            r->expiry_ms = expiry > 0 ? expiry : 1; /* (0 or less: long past) */
+        }
     }
     sqlite3_finalize(st);
     if (oom) return read_failed("out of memory");

@@ -9,6 +9,9 @@
  */
 #include "test_kv_support.h"
 
+#include "kv_private.h"
+
+#include <math.h>
 #include <stdatomic.h>
 #include <sys/file.h>
 #include <sys/wait.h>
@@ -240,6 +243,146 @@ static void remove_all_drops_the_queue(void **state) {
     free(dir);
 }
 
+/* --- time to live, removal events and statistics through the queue --- */
+
+static void a_deferred_set_with_a_time_to_live_is_not_returned_after_expiry(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-ttl");
+    yyc_diskcache *dc = open_deferred(dir, LONG_DELAY);
+    char big[3000];
+    memset(big, 'b', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    /* q expires while queued; f is committed first, then expires; n never expires */
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "q", "queued", 6, "x", 1, 10), YYC_OK);
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "f", big, strlen(big), NULL, 0, 10), YYC_OK);
+    assert_int_equal(yyc_diskcache_set(dc, "n", "never", 5, NULL, 0), YYC_OK);
+    expect_get(dc, "q", "queued");
+    double ttl = 0;
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "f", &ttl), YYC_OK); /* from the queue */
+    assert_true(ttl > 0 && ttl <= 10);
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "n", &ttl), YYC_OK);
+    assert_true(ttl == INFINITY);
+    assert_int_equal(committed_rows(dir, "f"), 0);
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    assert_int_equal(committed_rows(dir, "f"), 1);
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "q", "queued", 6, "x", 1, 10), YYC_OK);
+    yyc__kv_testing_advance_clock(11 * 1000);
+    expect_get(dc, "q", NULL); /* from the queue: expired, a miss */
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "q", &ttl), YYC_NOTFOUND);
+    void *ext = NULL;
+    size_t ext_len = 0;
+    assert_int_equal(yyc_diskcache_get_extended_data(dc, "q", &ext, &ext_len), YYC_NOTFOUND);
+    assert_null(ext);
+    expect_get(dc, "f", NULL); /* committed with its time to live */
+    expect_get(dc, "n", "never");
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    expect_get(dc, "q", NULL); /* and after the flush */
+    assert_int_equal(yyc_diskcache_time_to_live(dc, "q", &ttl), YYC_NOTFOUND);
+    yyc_diskcache_release(dc);
+    dc = open_deferred(dir, LONG_DELAY); /* another core: the expiry was committed */
+    expect_get(dc, "q", NULL);
+    expect_get(dc, "f", NULL);
+    expect_get(dc, "n", "never");
+    yyc__kv_testing_advance_clock(-11 * 1000);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+#define EV_KEYS 6
+
+typedef struct ev_log {
+    atomic_int replaced[EV_KEYS], removed[EV_KEYS], other;
+} ev_log;
+
+/* Keys r<i> (replaced) and x<i> (removed). */
+static void log_event(void *ctx, const char *key, yyc_removal_cause cause) {
+    ev_log *log = ctx;
+    int i = atoi(key + 1);
+    if (key[0] == 'r' && cause == YYC_REMOVED_REPLACED && i < EV_KEYS)
+        atomic_fetch_add(&log->replaced[i], 1);
+    else if (key[0] == 'x' && cause == YYC_REMOVED_EXPLICIT && i < EV_KEYS)
+        atomic_fetch_add(&log->removed[i], 1);
+    else atomic_fetch_add(&log->other, 1);
+}
+
+static void a_deferred_flush_reports_each_replacement_and_removal_once(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-events");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, THRESHOLD, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[16], big[3000];
+    memset(big, 'b', sizeof big);
+    for (int i = 0; i < EV_KEYS; i++) { /* committed rows, immediate mode */
+        snprintf(key, sizeof key, "r%d", i);
+        assert_int_equal(yyc_diskcache_set(dc, key, big, i % 2 ? sizeof big : 10, NULL, 0), YYC_OK);
+        snprintf(key, sizeof key, "x%d", i);
+        assert_int_equal(yyc_diskcache_set(dc, key, "old", 3, NULL, 0), YYC_OK);
+    }
+    ev_log log;
+    memset(&log, 0, sizeof log);
+    yyc_diskcache_set_removal_listener(dc, log_event, &log);
+    yyc_diskcache_reset_statistics(dc);
+    assert_int_equal(yyc_diskcache_set_write_mode(dc, YYC_WRITE_DEFERRED, LONG_DELAY), YYC_OK);
+    int sets = 0;
+    for (int i = 0; i < EV_KEYS; i++) {
+        snprintf(key, sizeof key, "r%d", i);
+        for (int k = 0; k <= i % 2; k++, sets++) /* odd keys twice: the queue keeps the last */
+            assert_int_equal(yyc_diskcache_set(dc, key, big, i % 2 ? 20 : sizeof big, NULL, 0),
+                             YYC_OK);
+        snprintf(key, sizeof key, "x%d", i);
+        assert_int_equal(yyc_diskcache_remove(dc, key), YYC_OK);
+    }
+    assert_int_equal(yyc_diskcache_set(dc, "n", "new", 3, NULL, 0), YYC_OK); /* replaces nothing */
+    sets++;
+    assert_int_equal(atomic_load(&log.other), 0);
+    for (int i = 0; i < EV_KEYS; i++) assert_int_equal(atomic_load(&log.replaced[i]), 0);
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK); /* nothing left: nothing more */
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
+    assert_int_equal(s.insertions, sets); /* one per set, coalesced in the queue or not */
+    assert_int_equal(s.removals[YYC_REMOVED_REPLACED], EV_KEYS);
+    assert_int_equal(s.removals[YYC_REMOVED_EXPLICIT], EV_KEYS);
+    yyc_diskcache_release(dc); /* (the last release commits nothing more either) */
+    for (int i = 0; i < EV_KEYS; i++) {
+        if (atomic_load(&log.replaced[i]) != 1)
+            fail_msg("r%d: %d replaced events", i, atomic_load(&log.replaced[i]));
+        if (atomic_load(&log.removed[i]) != 1)
+            fail_msg("x%d: %d removal events", i, atomic_load(&log.removed[i]));
+    }
+    assert_int_equal(atomic_load(&log.other), 0);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void deferred_sets_count_one_insertion_each(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-stats");
+    yyc_diskcache *dc = open_deferred(dir, LONG_DELAY);
+    assert_int_equal(yyc_diskcache_set(dc, "a", "1", 1, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_diskcache_set(dc, "a", "2", 1, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "b", "3", 1, NULL, 0, 60), YYC_OK);
+    assert_int_equal(yyc_diskcache_remove(dc, "a"), YYC_OK);
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
+    assert_int_equal(s.insertions, 3);
+    void *v = NULL;
+    size_t n = 0;
+    assert_int_equal(yyc_diskcache_get(dc, "b", &v, &n), YYC_OK); /* a hit from the queue */
+    yyc_free(v);
+    assert_int_equal(yyc_diskcache_get(dc, "a", &v, &n), YYC_NOTFOUND); /* a queued removal */
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
+    assert_int_equal(s.insertions, 3); /* the flush stores nothing more */
+    assert_int_equal(s.hits, 1);
+    assert_int_equal(s.misses, 1);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deferred_sets_are_read_back_before_they_are_committed),
@@ -250,6 +393,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_failed_commit_keeps_the_queue_and_flush_returns_the_error),
         cmocka_unit_test(totals_and_a_switch_to_immediate_commit_the_queue),
         cmocka_unit_test(remove_all_drops_the_queue),
+        cmocka_unit_test(a_deferred_set_with_a_time_to_live_is_not_returned_after_expiry),
+        cmocka_unit_test(a_deferred_flush_reports_each_replacement_and_removal_once),
+        cmocka_unit_test(deferred_sets_count_one_insertion_each),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

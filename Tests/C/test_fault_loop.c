@@ -358,6 +358,9 @@ typedef struct fault_case {
      * the operation waits for the worker before it returns. The folder also holds debris for
      * the worker to clean up (see plant_debris). */
     bool on_worker;
+    /* a0..a2 expire in an hour (their expiry column set after the prefill); the operation runs
+     * with the expiry clock two hours ahead (kv_expiry.c), the checks with it back. */
+    bool expiring;
 } fault_case;
 
 /* The folder before a run: nothing, a0..a5, or a0..a5 and debris for the worker's sweep after
@@ -367,6 +370,12 @@ static void prepare(const fault_case *c, const char *dir) {
     if (!c->prefilled) return;
     prefill(dir);
     if (c->on_worker && c->obj == OBJ_NONE) plant_debris(dir);
+    if (c->expiring) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "update manifest set yyc_expiry_ms = %lld where key < 'a3';",
+                 (long long)(yyc__kv_now_ms() + 3600 * 1000));
+        tk_exec(dir, sql);
+    }
 }
 
 static int kv_save_blob(void *obj, const char *key, size_t len, unsigned seed, const char *name) {
@@ -615,6 +624,34 @@ static int op_dc_get(void *dc, const char *dir) {
     yyc_free(v);
     return rc;
 }
+/* Expired rows (fault_case.expiring): removed by a trim within its limit, or by the read that
+ * finds one expired. */
+#define TWO_HOURS_MS (2 * 3600 * 1000)
+static int op_dc_trim_removes_expired(void *dc, const char *dir) {
+    (void)dir;
+    yyc__kv_testing_advance_clock(TWO_HOURS_MS);
+    int rc = yyc_diskcache_trim_to_count(dc, INT64_MAX); /* a0..a2 */
+    yyc__kv_testing_advance_clock(-TWO_HOURS_MS);
+    return rc;
+}
+static int op_dc_get_removes_expired(void *dc, const char *dir) {
+    (void)dir;
+    yyc__kv_testing_advance_clock(TWO_HOURS_MS);
+    void *v = NULL;
+    size_t len = 0;
+    int rc = yyc_diskcache_get(dc, "a1", &v, &len); /* a miss that removes a1 */
+    yyc__kv_testing_advance_clock(-TWO_HOURS_MS);
+    yyc_free(v);
+    /* The removal is not acknowledged (the answer is a miss either way): after a fault the
+     * folder must be in the state before or after; without one, after. An expired value
+     * returned is the one answer never allowed: reported as success, the state is not after. */
+    fi_kind kind;
+    int error;
+    if (rc == YYC_NOTFOUND && fi_fired(&kind, &error) && !fi_error_is_transient(kind, error))
+        return YYC_EIO;
+    return rc == YYC_NOTFOUND ? YYC_OK : rc;
+}
+
 static int op_dc_open(void *unused, const char *dir) {
     (void)unused;
     int rc = yyc_diskcache_open(dir, THRESHOLD, &opened_dc);
@@ -945,14 +982,23 @@ static void run_case(const fault_case *c) {
 #define CASE(fn, obj, prefilled, op, accept, bug)                                             \
     static void fn(void **state) {                                                            \
         (void)state;                                                                          \
-        static const fault_case c = {#fn, obj, prefilled, op, accept, bug, false};            \
+        static const fault_case c = {#fn, obj, prefilled, op, accept, bug, false, false};     \
         run_case(&c);                                                                         \
     }
 /* A case whose faults hit the background worker. */
 #define CASE_ON_WORKER(fn, obj, op, bug)                                                      \
     static void fn(void **state) {                                                            \
         (void)state;                                                                          \
-        static const fault_case c = {#fn, obj, true, op, ACCEPT_BEFORE_OR_AFTER, bug, true};  \
+        static const fault_case c = {#fn,  obj,  true, op, ACCEPT_BEFORE_OR_AFTER,            \
+                                     bug, true, false};                                       \
+        run_case(&c);                                                                         \
+    }
+
+/* A case on a folder whose a0..a2 expire (fault_case.expiring). */
+#define CASE_EXPIRING(fn, op, accept)                                                         \
+    static void fn(void **state) {                                                            \
+        (void)state;                                                                          \
+        static const fault_case c = {#fn, OBJ_DC, true, op, accept, NULL, false, true};       \
         run_case(&c);                                                                         \
     }
 
@@ -1009,6 +1055,8 @@ CASE(dc_remove_all_survives_every_fault, OBJ_DC, true, op_dc_remove_all, BA, NUL
 CASE(dc_remove_all_progress_survives_every_fault, OBJ_DC, true, op_dc_remove_all_progress, RR, NULL)
 CASE(dc_get_survives_every_fault, OBJ_DC, true, op_dc_get, BA, NULL)
 CASE(dc_open_new_folder_survives_every_fault, OBJ_NONE, false, op_dc_open, BA, NULL)
+CASE_EXPIRING(dc_trim_removing_expired_rows_survives_every_fault, op_dc_trim_removes_expired, BA)
+CASE_EXPIRING(dc_get_removing_an_expired_row_survives_every_fault, op_dc_get_removes_expired, BA)
 CASE(dc_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_dc_open, BA, NULL)
 CASE(dc_deferred_flush_survives_every_fault, OBJ_DC, true, op_dc_deferred_flush, BA, NULL)
 
@@ -1053,6 +1101,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(dc_remove_all_progress_survives_every_fault),
         cmocka_unit_test(dc_get_survives_every_fault),
         cmocka_unit_test(dc_open_new_folder_survives_every_fault),
+        cmocka_unit_test(dc_trim_removing_expired_rows_survives_every_fault),
+        cmocka_unit_test(dc_get_removing_an_expired_row_survives_every_fault),
         cmocka_unit_test(dc_open_existing_folder_survives_every_fault),
         cmocka_unit_test(dc_deferred_flush_survives_every_fault),
     };

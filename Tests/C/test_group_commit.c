@@ -18,7 +18,9 @@
 #include "test_kv_support.h"
 
 #include "fault_inject.h"
+#include "kv_private.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
@@ -97,6 +99,7 @@ typedef struct writer {
     char key[32];
     size_t len;
     unsigned seed;
+    double ttl; /* > 0: set with this time to live */
     int status;
     pthread_t thread;
 } writer;
@@ -118,7 +121,9 @@ static void *writer_main(void *arg) {
         C.tids[w->index] = (pid_t)syscall(SYS_gettid);
         atomic_fetch_add(&C.ready, 1);
     }
-    w->status = yyc_diskcache_set(w->dc, w->key, v, w->len, &w->seed, sizeof w->seed);
+    w->status = w->ttl > 0 ? yyc_diskcache_set_with_ttl(w->dc, w->key, v, w->len, &w->seed,
+                                                        sizeof w->seed, w->ttl)
+                           : yyc_diskcache_set(w->dc, w->key, v, w->len, &w->seed, sizeof w->seed);
     free(v);
     return NULL;
 }
@@ -249,6 +254,106 @@ static void a_rolled_back_group_commits_its_other_sets_alone(void **state) {
     free(dir);
 }
 
+/* ---------------------------------------------------------------- ttl, events, statistics */
+
+typedef struct replaced_log {
+    pthread_mutex_t lock;
+    int replaced[WRITERS + 1]; /* per writer key (w<i>; [WRITERS]: the gate) */
+    int other;                 /* any other event */
+} replaced_log;
+
+static void count_replaced(void *ctx, const char *key, yyc_removal_cause cause) {
+    replaced_log *log = ctx;
+    pthread_mutex_lock(&log->lock);
+    int i = -1;
+    if (cause == YYC_REMOVED_REPLACED && strcmp(key, "gate") == 0) i = WRITERS;
+    else if (cause == YYC_REMOVED_REPLACED && key[0] == 'w') i = atoi(key + 1);
+    if (i >= 0 && i <= WRITERS) log->replaced[i]++;
+    else log->other++;
+    pthread_mutex_unlock(&log->lock);
+}
+
+/* The gated run again, with times to live, a listener and statistics: writer i sets w<i>, with
+ * a time to live of 60 s when i is even; the odd keys had a value before (replaced), the even
+ * ones did not. One shared transaction holds them all, yet each set keeps its own time to
+ * live, reports its own replacement once (and only a set that replaced a row reports one), and
+ * counts one insertion. */
+static void group_committed_sets_keep_their_own_time_to_live_events_and_insertions(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("group-ttl");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, THRESHOLD, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    replaced_log log = {.lock = PTHREAD_MUTEX_INITIALIZER};
+    yyc_diskcache_set_removal_listener(dc, count_replaced, &log);
+    writer ws[WRITERS + 1];
+    memset(ws, 0, sizeof ws);
+    for (int i = 1; i < WRITERS; i += 2) { /* the values being replaced */
+        writer *w = &ws[i + 1];
+        *w = (writer){.dc = dc, .index = i, .len = i % 4 == 1 ? 3000 : 100, .seed = 100u + (unsigned)i};
+        snprintf(w->key, sizeof w->key, "w%d", i);
+        writer_main(w);
+        assert_int_equal(w->status, YYC_OK);
+    }
+    assert_int_equal(log.other, 0);
+    yyc_diskcache_reset_statistics(dc);
+    memset(&C, 0, sizeof C);
+    C.nwriters = WRITERS;
+    atomic_store(&C.gate_armed, 1);
+    fi_set_step_filter(filter, NULL);
+    ws[0] = (writer){.dc = dc, .index = -1, .len = 100, .seed = 7};
+    snprintf(ws[0].key, sizeof ws[0].key, "gate");
+    assert_int_equal(pthread_create(&ws[0].thread, NULL, writer_main, &ws[0]), 0);
+    assert_true(WAIT_UNTIL(atomic_load(&C.gate_entered), 30.0));
+    for (int i = 0; i < WRITERS; i++) {
+        writer *w = &ws[i + 1];
+        *w = (writer){.dc = dc, .index = i, .len = i % 4 == 0 ? 5000 : 200,
+                      .seed = 200u + (unsigned)i, .ttl = i % 2 == 0 ? 60 : 0};
+        snprintf(w->key, sizeof w->key, "w%d", i);
+        assert_int_equal(pthread_create(&w->thread, NULL, writer_main, w), 0);
+    }
+    for (int i = 0; i <= WRITERS; i++) pthread_join(ws[i].thread, NULL);
+    fi_set_step_filter(NULL, NULL);
+    for (int i = 0; i <= WRITERS; i++) assert_int_equal(ws[i].status, YYC_OK);
+    long transactions = atomic_load(&C.autocommit_rows) + atomic_load(&C.commits);
+    if (transactions > 2) fail_msg("no commit was shared (%ld transactions)", transactions);
+
+    pthread_mutex_lock(&log.lock);
+    for (int i = 0; i < WRITERS; i++)
+        if (log.replaced[i] != i % 2)
+            fail_msg("w%d: %d replaced events (expected %d)", i, log.replaced[i], i % 2);
+    assert_int_equal(log.replaced[WRITERS], 0); /* the gate key was new */
+    assert_int_equal(log.other, 0);
+    pthread_mutex_unlock(&log.lock);
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
+    assert_int_equal(s.insertions, WRITERS + 1);
+    assert_int_equal(s.removals[YYC_REMOVED_REPLACED], WRITERS / 2);
+
+    for (int i = 0; i < WRITERS; i++) {
+        double ttl = 0;
+        assert_int_equal(yyc_diskcache_time_to_live(dc, ws[i + 1].key, &ttl), YYC_OK);
+        if (i % 2 == 0 ? !(ttl > 0 && ttl <= 60) : ttl != INFINITY)
+            fail_msg("w%d: time to live %g after a group commit", i, ttl);
+    }
+    yyc__kv_testing_advance_clock(61 * 1000);
+    for (int i = 0; i <= WRITERS; i++) {
+        writer *w = &ws[i];
+        bool expires = w->ttl > 0;
+        void *got = NULL;
+        size_t n = 0;
+        int rc = yyc_diskcache_get(dc, w->key, &got, &n);
+        yyc_free(got);
+        if (rc != (expires ? YYC_NOTFOUND : YYC_OK))
+            fail_msg("%s: get returns %s 61 s later (time to live %g)", w->key,
+                     yyc_status_name(rc), w->ttl);
+    }
+    yyc__kv_testing_advance_clock(-61 * 1000);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* ---------------------------------------------------------------- many writers */
 
 #define MANY_THREADS 8
@@ -319,6 +424,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(sets_that_wait_for_a_commit_share_the_next_one),
         cmocka_unit_test(a_failing_row_write_fails_only_its_own_set),
         cmocka_unit_test(a_rolled_back_group_commits_its_other_sets_alone),
+        cmocka_unit_test(group_committed_sets_keep_their_own_time_to_live_events_and_insertions),
         cmocka_unit_test(many_writers_all_read_back_their_last_value),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);

@@ -159,11 +159,12 @@ static void kv_open_creates_layout_with_private_permissions(void **state) {
     assert_int_equal(tk_raw_int(db, "select count(*) from sqlite_master where type='index' and "
                                     "name='last_access_time_idx'"),
                      1);
-    /* YYKVStorage's seven columns, plus the two checksum columns it never touches. */
-    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 9);
+    /* YYKVStorage's seven columns, plus the two checksum columns and the expiry column it
+     * never touches. */
+    assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest')"), 10);
     assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest') where "
-                                    "name in ('value_crc32c', 'extended_crc32c')"),
-                     2);
+                                    "name in ('value_crc32c', 'extended_crc32c', 'yyc_expiry_ms')"),
+                     3);
     assert_int_equal(tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"),
                      1);
     sqlite3_close(db);

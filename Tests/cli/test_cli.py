@@ -1015,6 +1015,78 @@ class RepairUnderTheFolderProtocol(InspectorTestCase):
         self.assertTrue(self.verify_json(expect=0)["ok"])
 
 
+class Expiry(InspectorTestCase):
+    """Entries with a time to live (the library's yyc_expiry_ms column, unix milliseconds): the
+    CLI cannot set one, so the tests write the column directly, as the library would."""
+
+    def expire(self, key, ms_from_now):
+        self.sql("update manifest set yyc_expiry_ms = ? where key = ?",
+                 (int(time.time() * 1000) + ms_from_now, key))
+
+    def test_get_of_an_expired_entry_is_a_miss_and_removes_it(self):
+        self.set_value("gone", b"v")
+        self.set_value("kept", b"w")
+        self.expire("gone", -1000)
+        self.expire("kept", 3600 * 1000)
+        proc = self.run_cli("get", self.cache, "gone", expect=1)
+        self.assertIn(b"no such key", proc.stderr)
+        self.assertEqual(self.get_value("kept"), b"w")
+        self.assertEqual(sorted(e["key"] for e in self.ls_json()), ["kept"])
+
+    def test_ls_shows_each_entrys_expiry(self):
+        self.set_value("gone", b"v")
+        self.set_value("kept", b"w" * 30000)
+        self.set_value("never", b"x")
+        self.expire("gone", -1000)
+        self.expire("kept", 3600 * 1000)
+        entries = {e["key"]: e for e in self.ls_json()}
+        self.assertTrue(entries["gone"]["expired"])
+        self.assertFalse(entries["kept"]["expired"])
+        self.assertGreater(entries["kept"]["expiry_time_ms"], time.time() * 1000)
+        self.assertIsNone(entries["never"]["expiry_time_ms"])
+        self.assertFalse(entries["never"]["expired"])
+        lines = {line.split()[-1]: line
+                 for line in self.run_cli("ls", self.cache, expect=0).stdout.decode().splitlines()}
+        self.assertRegex(lines["gone"], r" expired +inline +gone$")
+        self.assertRegex(lines["never"], r" never +inline +never$")
+        self.assertRegex(lines["kept"], r" \d{4}-\d\d-\d\d \d\d:\d\d:\d\d +file +kept$")
+
+    def test_stats_counts_expired_entries(self):
+        self.set_value("a", b"v")
+        self.set_value("b", b"v")
+        self.set_value("c", b"v")
+        self.expire("a", -1000)
+        self.expire("b", -1)
+        self.expire("c", 3600 * 1000)
+        s = self.stats_json()
+        self.assertEqual((s["count"], s["expired_count"]), (3, 2))
+        out = self.run_cli("stats", self.cache, expect=0).stdout.decode()
+        self.assertRegex(out, r"expired: +2 entries past their time to live")
+
+    def test_trim_expired_removes_only_the_expired_entries_and_their_files(self):
+        self.set_value("gone", b"v" * 30000)
+        self.set_value("also gone", b"v")
+        self.set_value("kept", b"w")
+        self.expire("gone", -1000)
+        self.expire("also gone", -1000)
+        out = self.run_cli("trim", self.cache, "--expired", expect=0).stdout.decode()
+        self.assertIn("removed 2 entries", out)
+        self.assertEqual([e["key"] for e in self.ls_json()], ["kept"])
+        self.assertEqual(os.listdir(os.path.join(self.cache, "data")), [])
+        self.assertEqual(self.stats_json()["expired_count"], 0)
+
+    def test_a_yykvstorage_folder_without_the_column_has_no_expiry(self):
+        os.makedirs(os.path.join(self.cache, "data"))
+        db = sqlite3.connect(os.path.join(self.cache, "manifest.sqlite"))
+        db.executescript(YYKVSTORAGE_SCHEMA)
+        db.execute("insert into manifest (key, filename, size, inline_data, modification_time,"
+                   " last_access_time, extended_data) values ('k', null, 1, x'01', 1, 1, null)")
+        db.commit()
+        db.close()
+        self.assertIsNone(self.ls_json()[0]["expiry_time_ms"])
+        self.assertEqual(self.stats_json()["expired_count"], 0)
+
+
 class YYKVStorageFolders(InspectorTestCase):
     def test_a_folder_written_by_yykvstorage_is_listed_and_read(self):
         file_value = self.make_yykvstorage_folder(self.cache)

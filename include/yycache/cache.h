@@ -60,6 +60,34 @@ YYC_API int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_
  * the disk). Returns: YYC_OK, YYC_EINVAL (NULL cache or key, empty key, NULL value with
  * len > 0), YYC_ENOMEM, errors of the disk tier. Ownership: key and value are copied. */
 YYC_API int yyc_cache_set(yyc_cache *c, const char *key, const void *value, size_t len);
+/* yyc_cache_set with a time to live for both tiers, in seconds (>= 0; INFINITY: never, whatever
+ * the tiers' defaults), counted from now. A later get that fills memory from disk (here or
+ * after a yyc_cache_set) gives the memory entry the disk entry's remaining time to live, so
+ * memory never serves a value the disk has let expire. Returns: as yyc_cache_set, and
+ * YYC_EINVAL for a NaN or negative time to live (nothing stored). */
+YYC_API int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, size_t len,
+                                   double ttl_seconds);
+/* Loading with single flight: memory, then disk, then load (yyc_diskcache_load_fn, the disk
+ * tier's yyc_diskcache_get_or_load: concurrent callers of one missing key in this process run
+ * it once and all get its value or its error; the value is stored on disk, with the disk's
+ * default time to live; an error stores nothing). A value found on disk or loaded is filled
+ * into memory as by yyc_cache_get. Returns: YYC_OK (*out_value transferred, yyc_free; NULL when
+ * *out_len is 0), the load's error, YYC_EINVAL (NULL argument, empty key), errors of the tiers.
+ * Blocking: as yyc_diskcache_get_or_load (a memory hit does not touch the disk). */
+YYC_API int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load,
+                                  void *ctx, void **out_value, size_t *out_len);
+
+/* Statistics of this two-level cache: yyc_cache_get_statistics fills *out. Hits are gets
+ * served by either tier (memory, else disk; a get_or_load that loaded counts one too), misses
+ * gets served by neither, insertions the values stored through this cache, all counted by this
+ * object's calls with relaxed atomics (exact; no lock); removals by cause and the loads are the
+ * disk tier's (yyc_diskcache_statistics: every entry leaves the disk; other holders of the disk
+ * core count there too). Per tier: yyc_memcache_statistics and yyc_diskcache_statistics.
+ * Returns: YYC_OK, YYC_EINVAL (NULL argument). yyc_cache_reset_statistics zeroes this cache's
+ * own counters (not the tiers'); NULL is fine. Thread-safe; never touch the disk. */
+YYC_API int yyc_cache_get_statistics(yyc_cache *c, yyc_cache_statistics *out);
+YYC_API void yyc_cache_reset_statistics(yyc_cache *c);
+
 /* Memory or disk; changes neither LRU order nor access time. false for a NULL cache or key, an
  * empty key, or a disk error. */
 YYC_API bool yyc_cache_contains(yyc_cache *c, const char *key);

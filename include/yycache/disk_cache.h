@@ -34,6 +34,7 @@
 #define YYCACHE_DISK_CACHE_H
 
 #include "kv_storage.h"
+#include "removal_cause.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -95,6 +96,55 @@ YYC_API int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, 
  * Ownership: everything is copied. */
 YYC_API int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                               const void *extended, size_t extended_len);
+
+/* Time to live: expiry counted from the write, strict and per entry (the age limit is
+ * YYDiskCache's softer "since last access, enforced by trims").
+ * An entry stored with a time to live of t seconds expires t seconds after that set, rounded up
+ * to a millisecond, on the wall clock (CLOCK_REALTIME: the expiry is stored in the manifest, in
+ * a column of ours that YYKVStorage neither reads nor writes, so it holds after a reopen and
+ * for every process). From then on no call returns it or reports it present (get, contains,
+ * get_extended_data, time_to_live, and the yyc_kv reads of the same folder); the read that
+ * finds it expired removes it (a miss costs one more indexed read for this), and every trim
+ * (trim_to_count/cost/age/free_space, also one within its limit) and the auto-trim remove
+ * every expired entry first, through an index on the expiry (no scan of the entries that do
+ * not expire). A later set of the key replaces the time to live with its own (or with none).
+ * Rows written by YYKVStorage, or by a set without a time to live while the default is none,
+ * never expire. An entry with a time to live stays in the totals until it is removed.
+ *
+ * yyc_diskcache_set_with_ttl: yyc_diskcache_set with an explicit time to live in seconds: >= 0
+ * (0: expired at once: stored, never returned, removed by the next read or trim), or INFINITY
+ * (never expires, whatever the default).
+ * Returns: as yyc_diskcache_set, and YYC_EINVAL for a NaN or negative time to live (nothing
+ * stored), YYC_EIO when the manifest has no expiry column (it could not be added; nothing
+ * stored). Ownership: everything is copied. */
+YYC_API int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *value,
+                                       size_t len, const void *extended, size_t extended_len,
+                                       double ttl_seconds);
+
+/* yyc_diskcache_set_with_filename with an explicit time to live, as yyc_diskcache_set_with_ttl
+ * takes it. Returns and ownership as those two. */
+YYC_API int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key,
+                                                    const void *value, size_t len,
+                                                    const void *extended, size_t extended_len,
+                                                    const char *filename, double ttl_seconds);
+
+/* The time to live every other set gets (yyc_diskcache_set, set_with_filename): seconds,
+ * INFINITY (the default) for none. Core-wide (shared by every holder of the core). Setting NaN
+ * means none; a negative value means 0. Entries already stored keep theirs. The getter returns
+ * INFINITY for a NULL cache. Takes only the core's mutex. */
+YYC_API void yyc_diskcache_set_default_time_to_live(yyc_diskcache *dc, double seconds);
+YYC_API double yyc_diskcache_default_time_to_live(yyc_diskcache *dc);
+
+/* Removes every expired entry (and nothing else), as every trim does first: one index range
+ * per batch of 256, under the folder lock like every removal. Returns: YYC_OK, errors (earlier
+ * batches stay removed). */
+YYC_API int yyc_diskcache_trim_expired(yyc_diskcache *dc);
+
+/* The remaining time to live of key's entry, in seconds (> 0), or INFINITY if it has none. No
+ * access-time update. Returns: YYC_OK (*out_seconds set), YYC_NOTFOUND (no entry, an empty key,
+ * or an expired entry, which this call removes; *out_seconds = 0), errors. Ownership: key is
+ * borrowed. */
+YYC_API int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds);
 
 /* The same with an explicit file name for this write (used when the value goes to a file; NULL
  * or "" means md5(key)); overrides the core's file-name function. Returns and ownership as
@@ -178,8 +228,11 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * YYC_WRITE_DEFERRED: yyc_diskcache_set, _set_with_filename and _remove return once the write is
  * queued in memory (the value is copied; a later write of the same key replaces the queued
  * one). Every call of this process sees the queued writes and removals: get, get_extended_data
- * and contains answer from the queue (a queued value's access time is not updated), and every
- * other call (totals, trims, remove-all with progress) commits the queue first. The queue is
+ * and contains answer from the queue (a queued value's access time is not updated; a queued set
+ * whose time to live has passed is a miss), and every other call (totals, trims, remove-all
+ * with progress, enumeration) commits the queue first (time_to_live also answers from the
+ * queue). A queued
+ * set keeps its time to live, counted from the set, and is committed with it. The queue is
  * committed in one transaction (all or nothing) on the background worker at most max_delay
  * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
  * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
@@ -214,6 +267,115 @@ YYC_API int yyc_diskcache_flush(yyc_diskcache *dc);
  * copy of it (transferred, yyc_free; NULL if none or out of memory). */
 YYC_API void yyc_diskcache_set_name(yyc_diskcache *dc, const char *name);
 YYC_API char *yyc_diskcache_copy_name(yyc_diskcache *dc);
+
+/* Removal events: a listener called once for every entry that a call of this process removes
+ * from the core, with its key and why it left (yyc_removal_cause): YYC_REMOVED_EXPLICIT
+ * (remove, remove_all and remove_all_progress: one per entry), YYC_REMOVED_REPLACED (a set of
+ * a key that had a row, also an expired one no read had removed yet), YYC_REMOVED_EXPIRED (its
+ * time to live, found by a read or removed by a trim or the auto-trim; the age limit and
+ * trim_to_age), YYC_REMOVED_EVICTED (the count, cost and free-space limits, trim_to_count,
+ * trim_to_cost, trim_to_free_space).
+ * Group commit: each set of a shared transaction reports its own replacement (none when it was
+ * rolled back). Deferred mode: the replacements and removals of queued writes are reported when
+ * the queue commits (by whichever call commits it, the background worker's timer included); a
+ * queued write overwritten in the queue by a later write of its key is not reported, and an
+ * expired queued set is reported as YYC_REMOVED_EXPIRED once its committed row is found.
+ * When: after the removal committed, with no lock held, on the thread of the call that removed
+ * it (the background worker for the auto-trim), before that call returns; so the listener may
+ * call into the cache. Exactly once per removed entry (a deletion rolled back and retried, on a
+ * full disk, is reported once); removals by other processes sharing the folder, rows a read
+ * drops because their file or checksum is damaged, and the entries of a manifest rebuilt
+ * because it was corrupt are not reported. Needs SQLite's preupdate hook (Debian's build
+ * has it); without it there are no events and the removal counts stay 0.
+ * Arguments: key is borrowed for the call. An event whose key could not be copied (out of
+ * memory) is not delivered (it is counted).
+ * yyc_diskcache_set_removal_listener installs fn (NULL: none, the default) with ctx, core-wide
+ * (every holder of the core shares it). Takes only the core's mutex. Ownership: ctx is borrowed
+ * until the listener is replaced and every call that took the old one has returned. */
+typedef void (*yyc_diskcache_removal_fn)(void *ctx, const char *key, yyc_removal_cause cause);
+YYC_API void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
+                                                void *ctx);
+/* The ctx of the installed listener (borrowed), or NULL when none is installed (or for a NULL
+ * cache). Takes only the core's mutex. */
+YYC_API void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc);
+
+/* Statistics (yyc_cache_statistics in removal_cause.h) of the core in this process, shared by
+ * every holder, counted under the core's mutex by the calls that already hold it: exact, no
+ * extra lock. get: one hit or one miss (an expired entry is a miss); contains,
+ * get_extended_data and time_to_live count nothing. Every set that stored a value is an
+ * insertion (in deferred mode: once queued, one per set, even when the queue keeps only the
+ * key's last write); removals are counted by cause as the listener would report them (listener or
+ * not). yyc_diskcache_statistics copies a snapshot (also after close). Returns: YYC_OK,
+ * YYC_EINVAL (NULL argument). yyc_diskcache_reset_statistics sets every counter to 0 (NULL is
+ * fine). Both take only the core's mutex. */
+YYC_API int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out);
+YYC_API void yyc_diskcache_reset_statistics(yyc_diskcache *dc);
+
+/* Enumeration: the live entries (expired ones are left out), least recently used first (ties:
+ * oldest row first), a page of at most 256 entries at a time: each page is read under the
+ * core's lock in one indexed query, and entries are handed out with no lock held, so a walk of
+ * any size holds bounded memory and never holds the lock for more than one page; other calls
+ * (writers too) proceed between pages. Not a snapshot: an entry written or accessed during the
+ * walk (its access time then moves behind the cursor) may be seen again, or not at all if it is
+ * removed before its page is read. No access-time update. Rows whose key is not text are
+ * skipped. */
+typedef struct yyc_diskcache_entry {
+    const char *key;           /* NUL-terminated */
+    const char *filename;      /* NULL when the value is inline */
+    int64_t size;              /* bytes, as the manifest records it */
+    int64_t modification_time; /* unix seconds */
+    int64_t last_access_time;  /* unix seconds */
+    int64_t expiry_ms;         /* unix milliseconds; 0: never expires */
+} yyc_diskcache_entry;
+
+typedef struct yyc_diskcache_iter yyc_diskcache_iter;
+
+/* Starts a walk. Returns: YYC_OK (*out transferred: free with yyc_diskcache_iter_free; it holds
+ * a reference to the core), YYC_ECLOSED, YYC_ENOMEM, YYC_EINVAL (NULL argument). */
+YYC_API int yyc_diskcache_iter_open(yyc_diskcache *dc, yyc_diskcache_iter **out);
+/* The next entry. Returns: YYC_OK (*out borrowed: valid until the next call on the iterator or
+ * its free), YYC_NOTFOUND at the end, YYC_ECLOSED (the core was closed during the walk),
+ * errors. May touch the disk (a new page). An iterator is not thread-safe: one thread at a
+ * time. */
+YYC_API int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **out);
+/* Ends a walk (drops its reference to the core). NULL is fine. */
+YYC_API void yyc_diskcache_iter_free(yyc_diskcache_iter *it);
+
+/* Calls fn for every entry of a walk (see above), with no lock held, on the calling thread; fn
+ * may call the cache. A non-zero return of fn stops the walk and is returned. Returns: YYC_OK,
+ * fn's value, the errors of the iterator (YYC_ECLOSED...). Ownership: the entry is borrowed for
+ * the call; ctx is borrowed. */
+typedef int (*yyc_diskcache_entry_fn)(void *ctx, const yyc_diskcache_entry *entry);
+YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_fn fn, void *ctx);
+
+/* Loading with single flight. load(ctx, key, out_value, out_len) produces key's value: it
+ * returns YYC_OK with *out_value a buffer allocated with malloc (transferred to the cache; may
+ * be NULL when *out_len is 0), or an error status (nothing is stored; YYC_NOTFOUND counts as
+ * YYC_EIO). It runs on the calling thread with no lock held and may use the cache.
+ * yyc_diskcache_get_or_load reads key (as yyc_diskcache_get: a hit, or a miss - an expired entry
+ * is removed, reported YYC_REMOVED_EXPIRED, and is a miss); on a miss, concurrent callers of
+ * the same key in this process run load once: the first runs it and stores its value (as
+ * yyc_diskcache_set, with the default time to live), the others sleep on a condition of the
+ * load (never on the core's lock; callers of other keys are not delayed) and receive a copy of
+ * its value or its error status. A failed load stores nothing; the next call loads again.
+ * Other processes are not coordinated with (each may load once).
+ * Returns: YYC_OK (*out_value transferred: free with yyc_free; NULL when *out_len is 0), the
+ * load's error (or the store's), YYC_EINVAL (NULL argument, empty key, a loader that returned
+ * NULL with a length), YYC_ENOMEM, errors of the read.
+ * Blocking: touches the disk; a waiter sleeps until the load it waits for finishes (however
+ * long the loader takes). A loader that calls get_or_load for its own key deadlocks.
+ * Statistics: the read counts a hit or a miss; the caller that runs the loader adds one load or
+ * load failure and its duration. */
+typedef int (*yyc_diskcache_load_fn)(void *ctx, const char *key, void **out_value,
+                                     size_t *out_len);
+YYC_API int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key,
+                                      yyc_diskcache_load_fn load, void *ctx, void **out_value,
+                                      size_t *out_len);
+
+/* For callers that load on their own on top of get and set (the Swift overlay's async loader):
+ * counts one finished load (ok) or load failure, and its duration, in the statistics. NULL is
+ * fine. Takes only the core's mutex. */
+YYC_API void yyc_diskcache_count_load(yyc_diskcache *dc, bool ok, uint64_t load_ns);
 
 #ifdef __cplusplus
 }

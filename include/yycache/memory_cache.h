@@ -270,6 +270,18 @@ YYC_API int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *k
                                                   size_t key_len, const void *value, size_t cost,
                                                   uint64_t generation, bool *out_stored);
 
+/* The same with an explicit time to live, as yyc_memcache_set_with_ttl takes it (>= 0 seconds,
+ * or INFINITY: never); YYC_EINVAL for a NaN or negative one (nothing stored). For a fill that
+ * keeps the remaining time to live of the value it copies (the two-level cache's back-fill). */
+YYC_API int yyc_memcache_set_if_generation_with_ttl(yyc_memcache *c, const void *key,
+                                                    size_t key_len, void *value, size_t cost,
+                                                    uint64_t generation, double ttl_seconds,
+                                                    bool *out_stored);
+YYC_API int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *key,
+                                                           size_t key_len, const void *value,
+                                                           size_t cost, uint64_t generation,
+                                                           double ttl_seconds, bool *out_stored);
+
 /* yyc_memcache_remove, done only if key's generation is still `generation` (then it changes).
  * Returns: YYC_OK (also when the generation differed or the key was absent), YYC_EINVAL. */
 YYC_API int yyc_memcache_remove_if_generation(yyc_memcache *c, const void *key, size_t key_len,

@@ -1,0 +1,85 @@
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+// Loading with single flight on the two-level cache: concurrent callers in this process that
+// miss on the same key (in both tiers) run the loader once and all receive its value or its
+// error; the value is stored in both tiers like setValue(_:forKey:) (each tier's default time
+// to live); an error stores nothing.
+extension Cache {
+    /// The value for `key` from memory or disk, or the one `load` produces, stored in both
+    /// tiers and returned. Concurrent callers of the same missing key run `load` once (on the
+    /// first caller's thread; the others sleep until it finishes, on no cache lock) and all get
+    /// its value or its error, unwrapped; a failed load stores nothing and the next call runs
+    /// it again. Callers of other keys are not delayed. An expired entry is a miss.
+    ///
+    /// - Parameters:
+    ///   - key: A non-empty key without NUL bytes.
+    ///   - load: Produces the value on a miss; runs with no lock held and may use the cache
+    ///     (but not load the same key: that waits for itself).
+    /// - Returns: The stored or loaded value.
+    /// - Throws: `load`'s error; ``CacheError`` (the tiers' errors, ``CacheError/Code/encoding``).
+    @_disfavoredOverload
+    public func value(forKey key: String, orLoad load: () throws -> Value) throws -> Value {
+        if let value = try value(forKey: key) { return value }
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        return try flights.run(key) {
+            // A load that finished between this caller's miss and its flight stored the value.
+            if let value = memoryCache.value(forKey: key) { return value }
+            let clock = ContinuousClock()
+            let start = clock.now
+            let value: Value
+            do {
+                value = try load()
+            } catch {
+                counters.load(ok: false, clock.now - start)
+                throw error
+            }
+            counters.load(ok: true, clock.now - start)
+            try store(value, forKey: key, timeToLive: nil)
+            return value
+        }
+    }
+
+    /// The async twin of `value(forKey:orLoad:)`: one task per missing key, which every
+    /// concurrent caller awaits; no thread of the cooperative pool blocks. Cancelling one
+    /// waiting caller does not cancel the load for the others; a caller cancelled before it
+    /// starts gets `CancellationError`.
+    ///
+    /// - Parameters:
+    ///   - key: A non-empty key without NUL bytes.
+    ///   - load: Produces the value on a miss.
+    /// - Returns: The stored or loaded value.
+    /// - Throws: `load`'s error; `CancellationError`; ``CacheError``.
+    public func value(forKey key: String, orLoad load: @Sendable @escaping () async throws -> Value)
+        async throws -> Value
+    {
+        if let value = try await value(forKey: key) { return value }
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        let task = asyncLoads.task(for: key) { id in
+            Task { [self] in
+                defer { asyncLoads.finish(key, id: id) }
+                if let value = memoryCache.value(forKey: key) { return value }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let value: Value
+                do {
+                    value = try await load()
+                } catch {
+                    counters.load(ok: false, clock.now - start)
+                    throw error
+                }
+                counters.load(ok: true, clock.now - start)
+                try await store(value, forKey: key, timeToLive: nil)
+                return value
+            }
+        }
+        return try await task.value
+    }
+}

@@ -1,0 +1,71 @@
+import CYYCache
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+// Loading with single flight for async callers (the C core's blocking twin is
+// `yyc_diskcache_get_or_load`): one task per core and missing key, which every concurrent
+// caller awaits; no thread of the cooperative pool ever blocks.
+extension DiskCache {
+    /// The value stored for `key`, or the one `load` produces, stored (with
+    /// ``defaultTimeToLive``) and returned. Concurrent callers in this process that miss on the
+    /// same key run `load` once and all receive its value or its error (unwrapped); a failed
+    /// load stores nothing, and the next call runs it again. Callers of other keys are not
+    /// delayed. An expired entry is a miss (removed, reported `.expired`) and is loaded again.
+    ///
+    /// The load runs in a task of its own: cancelling one waiting caller does not cancel it for
+    /// the others; a cancelled caller gets the value or `CancellationError` (when it is
+    /// cancelled before it starts). Statistics: the lookup counts a hit or a miss; the load adds
+    /// one load or load failure and its duration.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode (and encode, with ``coder``; `Data` bypasses it).
+    ///   - key: A non-empty key without NUL bytes.
+    ///   - load: Produces the value on a miss; it may use the cache.
+    /// - Returns: The stored or loaded value.
+    /// - Throws: `load`'s error; `CancellationError`; ``CacheError`` (``CacheError/Code/closed``,
+    ///   ``CacheError/Code/decoding``, ``CacheError/Code/encoding``, I/O and SQLite failures).
+    ///
+    /// The corresponding C functions are `yyc_diskcache_get_or_load` (blocking) and
+    /// `yyc_diskcache_count_load`.
+    public func value<T: Codable & Sendable>(_ type: T.Type, forKey key: String,
+                                             orLoad load: @Sendable @escaping () async throws -> T)
+        async throws -> T
+    {
+        if let value = try await value(type, forKey: key) { return value }
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        let core = try withCore { UInt(bitPattern: $0) }
+        let slot = DiskCacheLoads.Slot(core: core, key: key)
+        let task = DiskCacheLoads.shared.task(for: slot) { id in
+            Task { [self] in
+                defer { DiskCacheLoads.shared.finish(slot, id: id) }
+                // A load that finished between the caller's miss and this task stored it.
+                if let data = try await self.data(forKey: key) { return data }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let data: Data
+                do {
+                    data = try self.encode(try await load())
+                } catch {
+                    self.countLoad(ok: false, clock.now - start)
+                    throw error
+                }
+                self.countLoad(ok: true, clock.now - start)
+                try await self.setData(data, forKey: key)
+                return data
+            }
+        }
+        return try decode(type, from: try await task.value)
+    }
+
+    /// Adds a finished load to the core's statistics.
+    private func countLoad(ok: Bool, _ duration: Duration) {
+        let (seconds, atto) = duration.components
+        let ns = UInt64(clamping: seconds * 1_000_000_000 + atto / 1_000_000_000)
+        _ = withOpenCore { yyc_diskcache_count_load($0, ok, ns) }
+    }
+}

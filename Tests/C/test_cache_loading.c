@@ -1,0 +1,121 @@
+/*
+ * test_cache_loading.c - yyc_cache_get_or_load and yyc_cache_get_statistics (cache.h): 64
+ * threads missing on one key run the loader once, all get its value, and memory is filled;
+ * a failing loader fails all of them once and stores nothing; hits in either tier and misses
+ * are counted. The loader waits (bounded) until the other callers wait for it. Every test in
+ * its own temporary folder.
+ */
+#include "test_kv_support.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key);
+
+#define CALLERS 64
+
+typedef struct loader {
+    yyc_cache *c;
+    atomic_int runs;
+    int fail_with;
+} loader;
+
+static int load_value(void *ctx, const char *key, void **out, size_t *len) {
+    loader *l = ctx;
+    atomic_fetch_add(&l->runs, 1);
+    for (int i = 0; i < 60000 &&
+                    yyc__diskcache_flight_waiters(yyc_cache_disk(l->c), key) < CALLERS - 1;
+         i++)
+        usleep(1000);
+    if (l->fail_with) return l->fail_with;
+    *out = strdup("loaded");
+    *len = 6;
+    return YYC_OK;
+}
+
+typedef struct caller {
+    loader *l;
+    int rc;
+    bool equal;
+} caller;
+
+static void *call(void *arg) {
+    caller *c = arg;
+    void *v = NULL;
+    size_t len = 0;
+    c->rc = yyc_cache_get_or_load(c->l->c, "k", load_value, c->l, &v, &len);
+    c->equal = c->rc == YYC_OK && len == 6 && !memcmp(v, "loaded", 6);
+    yyc_free(v);
+    return NULL;
+}
+
+static void run_callers(loader *l, caller *callers) {
+    pthread_t t[CALLERS];
+    for (int i = 0; i < CALLERS; i++) {
+        callers[i] = (caller){.l = l};
+        assert_int_equal(pthread_create(&t[i], NULL, call, &callers[i]), 0);
+    }
+    for (int i = 0; i < CALLERS; i++) pthread_join(t[i], NULL);
+}
+
+static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("cload");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    loader failing = {.c = c, .fail_with = YYC_EIO};
+    caller callers[CALLERS];
+    run_callers(&failing, callers);
+    assert_int_equal(atomic_load(&failing.runs), 1);
+    for (int i = 0; i < CALLERS; i++) assert_int_equal(callers[i].rc, YYC_EIO);
+    assert_false(yyc_cache_contains(c, "k"));
+
+    loader l = {.c = c};
+    run_callers(&l, callers);
+    assert_int_equal(atomic_load(&l.runs), 1);
+    for (int i = 0; i < CALLERS; i++) assert_true(callers[i].equal);
+    assert_true(yyc_memcache_contains(yyc_cache_memory(c), "k", 1)); /* filled */
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.loads, 1);
+    assert_int_equal(s.load_failures, 1);
+    assert_int_equal(s.hits, CALLERS);
+    assert_int_equal(s.misses, CALLERS);
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void cache_statistics_count_hits_in_either_tier(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("cload");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get(c, "k", &v, &len), YYC_OK); /* memory */
+    yyc_free(v);
+    yyc_memcache_remove_all(yyc_cache_memory(c));
+    assert_int_equal(yyc_cache_get(c, "k", &v, &len), YYC_OK); /* disk */
+    yyc_free(v);
+    assert_int_equal(yyc_cache_get(c, "missing", &v, &len), YYC_NOTFOUND);
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.hits, 2);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.insertions, 1);
+    yyc_cache_reset_statistics(c);
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.hits + s.misses + s.insertions, 0);
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(cache_sixty_four_callers_of_one_missing_key_run_one_load),
+    cmocka_unit_test(cache_statistics_count_hits_in_either_tier),
+};
+
+YYC_TEST_MAIN(tests)
