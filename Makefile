@@ -5,9 +5,9 @@
 #                hygiene; exported symbols; version; the installed package used by a CMake and a
 #                pkg-config consumer; Swift build (warnings are errors), the library linking no
 #                full Foundation; every code block of README.md built and run; swift test plain
-#                and under TSan; the benchmark smoke run; with FORMAT_CHECK=1, first, the
-#                formatting check (.clang-format, .swift-format). Runs every step, prints a
-#                summary, fails if any step failed.
+#                and under TSan; the benchmark smoke run; first of all, the formatting check
+#                (.clang-format, .swift-format; FORMAT_CHECK=0 skips it). Runs every step,
+#                prints a summary, fails if any step failed.
 #   make bench   release builds (SwiftPM -c release, CMake Release) and the benchmark report
 #                (Benchmarks/run; BENCH_ARGS="--filter mem" etc. are passed to it).
 #   make docs    the documentation site in build/docs/: DocC for the Swift API and its articles
@@ -27,8 +27,8 @@
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | foundation-check | readme | docs | swift-test |
-# swift-tsan | bench-smoke | format-check (in `make test` only with FORMAT_CHECK=1, until the tree
-# is reformatted). Others: help (lists them), format (scripts/format.sh: rewrites the tree). fuzz-smoke builds the fuzz targets with
+# swift-tsan | bench-smoke | format-check. Others: help (lists them), format (scripts/format.sh:
+# rewrites the tree). fuzz-smoke builds the fuzz targets with
 # the Swift toolchain's clang (-fsanitize=fuzzer,address,undefined, in build/fuzz/), replays
 # every committed corpus file and runs each target for FUZZ_SMOKE_RUNS inputs from a fixed seed.
 #
@@ -100,9 +100,9 @@ DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-conf
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
-# FORMAT_CHECK=1 adds format-check (the tree must match .clang-format and .swift-format). Off
-# until the tree has been reformatted once (scripts/format.sh); then make 1 the default.
-FORMAT_CHECK ?= 0
+# format-check comes first (the tree must match .clang-format and .swift-format; `make format`
+# rewrites it); FORMAT_CHECK=0 leaves it out.
+FORMAT_CHECK ?= 1
 TEST_STEPS ?= $(if $(filter 1,$(FORMAT_CHECK)),format-check) \
               c-test headers symbols version-check consumer asan tsan fuzz-smoke swift-build \
               foundation-check readme docs swift-test swift-tsan bench-smoke

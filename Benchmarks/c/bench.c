@@ -65,15 +65,22 @@ static struct {
     const char *system;  /* footprint: one id */
     const char *keytype; /* footprint: str | int */
     const char *dir;
-    const char *phase;   /* memory groups: run only this workload (profiling) */
-    const char *policy;  /* footprint: lru | sieve | s3fifo */
-    bool full;           /* footprint: at a count limit of --keys after 2x --keys sets */
+    const char *phase;  /* memory groups: run only this workload (profiling) */
+    const char *policy; /* footprint: lru | sieve | s3fifo */
+    bool full;          /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
     int reps, warmup, threads;
     uint64_t seed;
     double zipf_s;
-} opt = {.keys = 200000, .disk_keys = 1000, .ops_per_thread = 200000, .reps = 5, .warmup = 1,
-         .threads = 2, .seed = 42, .zipf_s = 0.99, .keytype = "str"};
+} opt = {.keys = 200000,
+         .disk_keys = 1000,
+         .ops_per_thread = 200000,
+         .reps = 5,
+         .warmup = 1,
+         .threads = 2,
+         .seed = 42,
+         .zipf_s = 0.99,
+         .keytype = "str"};
 
 static double now(void) {
     struct timespec ts;
@@ -94,7 +101,9 @@ static void *xmalloc(size_t n) {
 
 /* ---- deterministic data, shared with the Swift side (Sources/yycache-bench/Data.swift) ---- */
 
-typedef struct { uint64_t s; } rng;
+typedef struct {
+    uint64_t s;
+} rng;
 static uint64_t rng_next(rng *r) { /* splitmix64 */
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -106,7 +115,9 @@ static void shuffle(uint32_t *a, size_t n, uint64_t seed) {
     rng r = {seed};
     for (size_t i = n; i > 1; i--) {
         size_t j = (size_t)(rng_next(&r) % i);
-        uint32_t t = a[i - 1]; a[i - 1] = a[j]; a[j] = t;
+        uint32_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
     }
 }
 /* seeds of the streams (same constants in Swift) */
@@ -148,7 +159,8 @@ static void keyset_make(keyset *k, size_t n, bool str) {
     }
 }
 static void keyset_free(keyset *k) {
-    free(k->ints); free(k->chars);
+    free(k->ints);
+    free(k->chars);
 }
 
 static uint32_t *iota(size_t n) {
@@ -162,14 +174,21 @@ static uint32_t *iota(size_t n) {
 static uint32_t *zipf_ops(size_t n, size_t count, uint64_t seed) {
     double *cdf = xmalloc(n * sizeof *cdf);
     double sum = 0;
-    for (size_t i = 0; i < n; i++) { sum += pow((double)(i + 1), -opt.zipf_s); cdf[i] = sum; }
+    for (size_t i = 0; i < n; i++) {
+        sum += pow((double)(i + 1), -opt.zipf_s);
+        cdf[i] = sum;
+    }
     for (size_t i = 0; i < n; i++) cdf[i] /= sum;
     rng r = {seed};
     uint32_t *ops = xmalloc(count * sizeof *ops);
     for (size_t k = 0; k < count; k++) {
         double u = rng_unit(&r);
         size_t lo = 0, hi = n - 1; /* first index with cdf >= u */
-        while (lo < hi) { size_t mid = (lo + hi) / 2; if (cdf[mid] < u) lo = mid + 1; else hi = mid; }
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cdf[mid] < u) lo = mid + 1;
+            else hi = mid;
+        }
         bool set = rng_unit(&r) < 0.1;
         ops[k] = (uint32_t)lo | (set ? 0x80000000u : 0);
     }
@@ -232,7 +251,10 @@ static volatile uint64_t sink;
  * in the pointer itself: the bare core. "inline" = the payload stored in the entry
  * (yyc_memcache_new_inline, 4-byte values, no callbacks): what the Swift overlay does for
  * small values. */
-typedef struct { _Atomic uint32_t rc; uint32_t v; } rc_value;
+typedef struct {
+    _Atomic uint32_t rc;
+    uint32_t v;
+} rc_value;
 static void *rc_retain(void *ctx, void *v) {
     (void)ctx;
     atomic_fetch_add_explicit(&((rc_value *)v)->rc, 1, memory_order_relaxed);
@@ -309,7 +331,11 @@ static yyc_memcache *memcache_make(const memvals *mv) {
 }
 
 /* The memory groups' C systems (policy: yyc_eviction_policy; SIEVE and S3-FIFO: issue 15). */
-static const struct { const char *id, *name; memmode mode; int policy; } mem_systems[] = {
+static const struct {
+    const char *id, *name;
+    memmode mode;
+    int policy;
+} mem_systems[] = {
     {"c-memcache", "C yyc_memcache", MEM_OWNED, 0},
     {"c-memcache-unowned", "C yyc_memcache (unowned ptr)", MEM_UNOWNED, 0},
     {"c-memcache-inline", "C yyc_memcache (inline)", MEM_INLINE, 0},
@@ -335,12 +361,18 @@ static void bench_memory(const char *group, bool str) {
 
     for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
         if (!wanted(mem_systems[si].id)) continue;
-        if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(mem_systems[si].policy)) {
-            emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
+        if (!mem_system_available(mem_systems[si].mode) ||
+            !mem_policy_available(mem_systems[si].policy)) {
+            emit_na(group, mem_systems[si].id, mem_systems[si].name,
+                    "yyc_memcache_* not in the linked library");
             continue;
         }
         memvals mv = {mem_systems[si].mode, mem_systems[si].policy};
-        series s[5] = {{.workload = "set_fresh"}, {.workload = "set_noresize"}, {.workload = "get_seq"}, {.workload = "get_random"}, {.workload = "get_miss50"}};
+        series s[5] = {{.workload = "set_fresh"},
+                       {.workload = "set_noresize"},
+                       {.workload = "get_seq"},
+                       {.workload = "get_random"},
+                       {.workload = "get_miss50"}};
         /* --phase W runs only workload W (for profiling): the cache is then built once unless
          * W is one of the sets. */
         bool want[5];
@@ -382,7 +414,8 @@ static void bench_memory(const char *group, bool str) {
         for (int w = 0; w < 5; w++)
             if (want[w]) emit(group, mem_systems[si].id, mem_systems[si].name, &s[w]);
     }
-    free(rnd); free(mix);
+    free(rnd);
+    free(mix);
     keyset_free(&ks);
 }
 
@@ -425,7 +458,8 @@ static void bench_modern(const char *group) {
     static const char *id = "c-memcache", *name = "C yyc_memcache";
     if (!wanted(id)) return;
     if (!memcache_available() || !yyc_memcache_set_with_ttl || !yyc_memcache_get_or_load) {
-        emit_na(group, id, name, "yyc_memcache_set_with_ttl / get_or_load not in the linked library");
+        emit_na(group, id, name,
+                "yyc_memcache_set_with_ttl / get_or_load not in the linked library");
         return;
     }
     size_t n = (size_t)opt.keys, rounds = n / 50 < 1 ? 1 : n / 50;
@@ -434,8 +468,10 @@ static void bench_modern(const char *group) {
     uint32_t *rnd = iota(n);
     shuffle(rnd, n, opt.seed + SEED_RANDOM_ORDER);
     memvals mv = {MEM_OWNED, 0};
-    series s[4] = {{.workload = "get_random"}, {.workload = "get_ttl_random"},
-                   {.workload = "load_hit_random"}, {.workload = "load_8t_one_missing_key"}};
+    series s[4] = {{.workload = "get_random"},
+                   {.workload = "get_ttl_random"},
+                   {.workload = "load_hit_random"},
+                   {.workload = "load_8t_one_missing_key"}};
     for (int rep = 0; rep < opt.warmup + opt.reps; rep++) {
         yyc_memcache *plain = memcache_make(&mv), *ttl = memcache_make(&mv);
         for (size_t i = 0; i < n; i++) {
@@ -468,7 +504,8 @@ static void bench_modern(const char *group) {
         t0 = now();
         for (int t = 0; t < LOAD_CALLERS; t++) {
             args[t] = (load_arg){plain, &ks, n, rounds, &round};
-            if (pthread_create(&threads[t], NULL, load_thread, &args[t]) != 0) die("pthread_create");
+            if (pthread_create(&threads[t], NULL, load_thread, &args[t]) != 0)
+                die("pthread_create");
         }
         for (int t = 0; t < LOAD_CALLERS; t++) pthread_join(threads[t], NULL);
         record(&s[3], rep, (long)(rounds * LOAD_CALLERS), now() - t0);
@@ -517,8 +554,10 @@ static void bench_mixed(const char *group) {
     snprintf(wl_n, sizeof wl_n, "mixed_%dt", nt);
     for (size_t si = 0; si < N_MEM_SYSTEMS; si++) {
         if (!wanted(mem_systems[si].id)) continue;
-        if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(mem_systems[si].policy)) {
-            emit_na(group, mem_systems[si].id, mem_systems[si].name, "yyc_memcache_* not in the linked library");
+        if (!mem_system_available(mem_systems[si].mode) ||
+            !mem_policy_available(mem_systems[si].policy)) {
+            emit_na(group, mem_systems[si].id, mem_systems[si].name,
+                    "yyc_memcache_* not in the linked library");
             continue;
         }
         memvals mv = {mem_systems[si].mode, mem_systems[si].policy};
@@ -543,7 +582,8 @@ static void bench_mixed(const char *group) {
                 for (int t = 0; t < k; t++) pthread_join(th[t], NULL);
                 record(&s[w], rep, (long)(per * (size_t)k), now() - t0);
                 pthread_barrier_destroy(&start);
-                free(th); free(args);
+                free(th);
+                free(args);
             }
             emit(group, mem_systems[si].id, mem_systems[si].name, &s[w]);
         }
@@ -558,8 +598,8 @@ static void bench_mixed(const char *group) {
 
 typedef struct disk_sys {
     const char *id, *name;
-    bool small, large;              /* which groups it runs in */
-    const char *(*missing)(void);   /* NULL if available, else why not */
+    bool small, large;            /* which groups it runs in */
+    const char *(*missing)(void); /* NULL if available, else why not */
     void *(*open)(const char *dir);
     int (*put)(void *ctx, const char *key, const void *v, size_t len); /* 0 = ok */
     int (*get)(void *ctx, const char *key);                            /* 1 hit, 0 miss, -1 error */
@@ -568,22 +608,32 @@ typedef struct disk_sys {
 
 /* yyc_diskcache */
 static const char *dc_missing(void) {
-    return (yyc_diskcache_open && yyc_diskcache_set && yyc_diskcache_get && yyc_diskcache_release && yyc_free)
-               ? NULL : "yyc_diskcache_* not in the linked library";
+    return (yyc_diskcache_open && yyc_diskcache_set && yyc_diskcache_get && yyc_diskcache_release &&
+            yyc_free)
+               ? NULL
+               : "yyc_diskcache_* not in the linked library";
 }
 static void *dc_open(const char *dir) {
     yyc_diskcache *dc = NULL;
     int rc = yyc_diskcache_open(dir, 20480, &dc);
-    if (rc != YYC_OK) { fprintf(stderr, "bench-c: yyc_diskcache_open: %s\n", yyc_strerror(rc)); exit(2); }
+    if (rc != YYC_OK) {
+        fprintf(stderr, "bench-c: yyc_diskcache_open: %s\n", yyc_strerror(rc));
+        exit(2);
+    }
     return dc;
 }
 static int dc_put(void *ctx, const char *key, const void *v, size_t len) {
     return yyc_diskcache_set(ctx, key, v, len, NULL, 0);
 }
 static int dc_get(void *ctx, const char *key) {
-    void *v = NULL; size_t len = 0;
+    void *v = NULL;
+    size_t len = 0;
     int rc = yyc_diskcache_get(ctx, key, &v, &len);
-    if (rc == YYC_OK) { sink += len; yyc_free(v); return 1; }
+    if (rc == YYC_OK) {
+        sink += len;
+        yyc_free(v);
+        return 1;
+    }
     return rc == YYC_NOTFOUND ? 0 : -1;
 }
 static void dc_close(void *ctx) { yyc_diskcache_release(ctx); }
@@ -591,21 +641,30 @@ static void dc_close(void *ctx) { yyc_diskcache_release(ctx); }
 /* yyc_cache (memory in front of disk) */
 static const char *cache_missing(void) {
     return (yyc_cache_open && yyc_cache_set && yyc_cache_get && yyc_cache_free && yyc_free)
-               ? NULL : "yyc_cache_* not in the linked library";
+               ? NULL
+               : "yyc_cache_* not in the linked library";
 }
 static void *cache_open(const char *dir) {
     yyc_cache *c = NULL;
     int rc = yyc_cache_open(dir, &c);
-    if (rc != YYC_OK) { fprintf(stderr, "bench-c: yyc_cache_open: %s\n", yyc_strerror(rc)); exit(2); }
+    if (rc != YYC_OK) {
+        fprintf(stderr, "bench-c: yyc_cache_open: %s\n", yyc_strerror(rc));
+        exit(2);
+    }
     return c;
 }
 static int cache_put(void *ctx, const char *key, const void *v, size_t len) {
     return yyc_cache_set(ctx, key, v, len);
 }
 static int cache_get(void *ctx, const char *key) {
-    void *v = NULL; size_t len = 0;
+    void *v = NULL;
+    size_t len = 0;
     int rc = yyc_cache_get(ctx, key, &v, &len);
-    if (rc == YYC_OK) { sink += len; yyc_free(v); return 1; }
+    if (rc == YYC_OK) {
+        sink += len;
+        yyc_free(v);
+        return 1;
+    }
     return rc == YYC_NOTFOUND ? 0 : -1;
 }
 static void cache_close(void *ctx) { yyc_cache_free(ctx); }
@@ -622,20 +681,28 @@ static void *rawsql_open(const char *dir) {
     rawsql *r = xmalloc(sizeof *r);
     char path[4096];
     snprintf(path, sizeof path, "%s/manifest.sqlite", dir);
-    if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) die("sqlite3_open_v2");
+    if (sqlite3_open_v2(path, &r->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK)
+        die("sqlite3_open_v2");
     const char *init =
         "pragma journal_mode = wal; pragma synchronous = normal; "
         "create table if not exists manifest (key text, filename text, size integer, inline_data blob, "
         "modification_time integer, last_access_time integer, extended_data blob, primary key(key)); "
         "create index if not exists last_access_time_idx on manifest(last_access_time);";
     if (sqlite3_exec(r->db, init, NULL, NULL, NULL) != SQLITE_OK) die("sqlite init");
-    if (sqlite3_prepare_v2(r->db,
+    if (sqlite3_prepare_v2(
+            r->db,
             "insert or replace into manifest (key, filename, size, inline_data, modification_time, "
-            "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);", -1, &r->upsert, NULL) ||
-        sqlite3_prepare_v2(r->db,
+            "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);",
+            -1, &r->upsert, NULL) ||
+        sqlite3_prepare_v2(
+            r->db,
             "select key, filename, size, inline_data, modification_time, last_access_time, "
-            "extended_data from manifest where key = ?1;", -1, &r->select, NULL) ||
-        sqlite3_prepare_v2(r->db, "update manifest set last_access_time = ?1 where key = ?2;", -1, &r->touch, NULL))
+            "extended_data from manifest where key = ?1;",
+            -1, &r->select, NULL) ||
+        sqlite3_prepare_v2(r->db, "update manifest set last_access_time = ?1 where key = ?2;", -1,
+                           &r->touch, NULL))
         die("sqlite prepare");
     return r;
 }
@@ -668,7 +735,8 @@ static int rawsql_get(void *ctx, const char *key) {
         const void *ext = sqlite3_column_blob(r->select, 6);
         void *copy = xmalloc((size_t)blen);
         if (blen) memcpy(copy, blob, (size_t)blen);
-        sink += (uint64_t)size + (uint64_t)mt + (uint64_t)at + (k ? 1 : 0) + (f ? 1 : 0) + (ext ? 1 : 0);
+        sink += (uint64_t)size + (uint64_t)mt + (uint64_t)at + (k ? 1 : 0) + (f ? 1 : 0) +
+                (ext ? 1 : 0);
         free(copy);
         found = 1;
     } else if (rc != SQLITE_DONE) {
@@ -685,13 +753,18 @@ static int rawsql_get(void *ctx, const char *key) {
 }
 static void rawsql_close(void *ctx) {
     rawsql *r = ctx;
-    sqlite3_finalize(r->upsert); sqlite3_finalize(r->select); sqlite3_finalize(r->touch);
+    sqlite3_finalize(r->upsert);
+    sqlite3_finalize(r->select);
+    sqlite3_finalize(r->touch);
     sqlite3_close(r->db);
     free(r);
 }
 
 /* Raw file I/O: write(2) into data/<key> (O_TRUNC), read(2) it back: the limit for large values. */
-typedef struct { char dir[4096]; unsigned long tmp; } filedir;
+typedef struct {
+    char dir[4096];
+    unsigned long tmp;
+} filedir;
 static void *files_open(const char *dir) {
     filedir *f = xmalloc(sizeof *f);
     snprintf(f->dir, sizeof f->dir, "%s", dir);
@@ -702,8 +775,12 @@ static int write_all(int fd, const void *v, size_t len) {
     const char *p = v;
     while (len) {
         ssize_t w = write(fd, p, len);
-        if (w < 0) { if (errno == EINTR) continue; return -1; }
-        p += w; len -= (size_t)w;
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
     }
     return 0;
 }
@@ -724,12 +801,18 @@ static int files_get(void *ctx, const char *key) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return errno == ENOENT ? 0 : -1;
     struct stat st;
-    if (fstat(fd, &st) != 0) { close(fd); return -1; }
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return -1;
+    }
     size_t len = (size_t)st.st_size, got = 0;
     char *buf = xmalloc(len);
     while (got < len) {
         ssize_t r = read(fd, buf + got, len - got);
-        if (r < 0) { if (errno == EINTR) continue; break; }
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            break;
+        }
         if (r == 0) break;
         got += (size_t)r;
     }
@@ -758,14 +841,20 @@ static int fpk_put(void *ctx, const char *key, const void *v, size_t len) {
 
 static const disk_sys disk_systems[] = {
     {"c-diskcache", "C yyc_diskcache", true, true, dc_missing, dc_open, dc_put, dc_get, dc_close},
-    {"c-cache", "C yyc_cache (memory+disk)", true, true, cache_missing, cache_open, cache_put, cache_get, cache_close},
-    {"raw-sqlite", "raw SQLite (YYKVStorage statements)", true, false, no_missing, rawsql_open, rawsql_put, rawsql_get, rawsql_close},
-    {"raw-files", "raw file write/read (C)", false, true, no_missing, files_open, files_put, files_get, files_close},
-    {"c-file-per-key", "file-per-key, tmp+rename (C)", true, true, no_missing, files_open, fpk_put, files_get, files_close},
+    {"c-cache", "C yyc_cache (memory+disk)", true, true, cache_missing, cache_open, cache_put,
+     cache_get, cache_close},
+    {"raw-sqlite", "raw SQLite (YYKVStorage statements)", true, false, no_missing, rawsql_open,
+     rawsql_put, rawsql_get, rawsql_close},
+    {"raw-files", "raw file write/read (C)", false, true, no_missing, files_open, files_put,
+     files_get, files_close},
+    {"c-file-per-key", "file-per-key, tmp+rename (C)", true, true, no_missing, files_open, fpk_put,
+     files_get, files_close},
 };
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
-    (void)st; (void)flag; (void)ftw;
+    (void)st;
+    (void)flag;
+    (void)ftw;
     remove(p);
     return 0;
 }
@@ -790,8 +879,15 @@ static void bench_disk(const char *group, bool large) {
         const disk_sys *d = &disk_systems[si];
         if (!(large ? d->large : d->small) || !wanted(d->id)) continue;
         const char *why = d->missing();
-        if (why) { emit_na(group, d->id, d->name, why); continue; }
-        series s[5] = {{.workload = "write"}, {.workload = "replace"}, {.workload = "read_random"}, {.workload = "read_again"}, {.workload = "read_miss"}};
+        if (why) {
+            emit_na(group, d->id, d->name, why);
+            continue;
+        }
+        series s[5] = {{.workload = "write"},
+                       {.workload = "replace"},
+                       {.workload = "read_random"},
+                       {.workload = "read_again"},
+                       {.workload = "read_miss"}};
         long errors = 0;
         for (int rep = 0; rep < opt.warmup + opt.reps; rep++) {
             char dir[4096];
@@ -818,11 +914,14 @@ static void bench_disk(const char *group, bool large) {
             d->close(ctx);
             rm_rf(dir);
         }
-        if (errors) fprintf(stderr, "bench-c: %s/%s: %ld unexpected results\n", group, d->id, errors);
+        if (errors)
+            fprintf(stderr, "bench-c: %s/%s: %ld unexpected results\n", group, d->id, errors);
         for (int w = 0; w < 5; w++) emit(group, d->id, d->name, &s[w]);
     }
     for (size_t i = 0; i < 2 * n; i++) free(keys[i]);
-    free(keys); free(vals); free(order);
+    free(keys);
+    free(vals);
+    free(order);
 }
 
 #include "bench_writes.inc" /* the disk-writes group */
@@ -849,16 +948,20 @@ static void bench_footprint(void) {
      * sets, two gets of each and n sets of new keys (S3-FIFO's main queue and its ghost queue
      * are then full: the ghost is counted). */
     int policy = mem_systems[si].policy;
-    if (opt.policy) policy = strcmp(opt.policy, "sieve") == 0 ? 1 : strcmp(opt.policy, "s3fifo") == 0 ? 2 : 0;
+    if (opt.policy)
+        policy = strcmp(opt.policy, "sieve") == 0 ? 1 : strcmp(opt.policy, "s3fifo") == 0 ? 2 : 0;
     static const char *const pnames[] = {"lru", "sieve", "s3fifo"};
     char idbuf[128], namebuf[192];
-    snprintf(idbuf, sizeof idbuf, "%s%s%s%s", id, opt.policy ? "-" : "", opt.policy ? pnames[policy] : "",
-             opt.full ? "-full" : "");
-    snprintf(namebuf, sizeof namebuf, "%s%s%s%s", name, opt.policy ? " ." : "", opt.policy ? pnames[policy] : "",
-             opt.full ? ", at its count limit" : "");
+    snprintf(idbuf, sizeof idbuf, "%s%s%s%s", id, opt.policy ? "-" : "",
+             opt.policy ? pnames[policy] : "", opt.full ? "-full" : "");
+    snprintf(namebuf, sizeof namebuf, "%s%s%s%s", name, opt.policy ? " ." : "",
+             opt.policy ? pnames[policy] : "", opt.full ? ", at its count limit" : "");
     id = idbuf;
     name = namebuf;
-    if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(policy)) { emit_na("footprint", id, name, "yyc_memcache_* not in the linked library"); return; }
+    if (!mem_system_available(mem_systems[si].mode) || !mem_policy_available(policy)) {
+        emit_na("footprint", id, name, "yyc_memcache_* not in the linked library");
+        return;
+    }
     size_t n = (size_t)opt.keys, sets = opt.full ? 2 * n : n;
     keyset ks;
     keyset_make(&ks, sets, str);
@@ -881,10 +984,11 @@ static void bench_footprint(void) {
     }
     long after = rss_bytes();
     double per = (double)(after - before) / (double)n;
-    printf("{\"group\":\"footprint\",\"id\":\"%s\",\"system\":\"%s\",\"lang\":\"c\",\"keytype\":\"%s\","
-           "\"entries\":%zu,\"rss_growth\":%ld,\"bytes_per_entry\":%.1f,\"key_bytes_per_entry\":%.2f,"
-           "\"value_bytes_per_entry\":4}\n",
-           id, name, opt.keytype, n, after - before, per, key_bytes / (double)n);
+    printf(
+        "{\"group\":\"footprint\",\"id\":\"%s\",\"system\":\"%s\",\"lang\":\"c\",\"keytype\":\"%s\","
+        "\"entries\":%zu,\"rss_growth\":%ld,\"bytes_per_entry\":%.1f,\"key_bytes_per_entry\":%.2f,"
+        "\"value_bytes_per_entry\":4}\n",
+        id, name, opt.keytype, n, after - before, per, key_bytes / (double)n);
     fflush(stdout);
     yyc_memcache_free(c);
     keyset_free(&ks);
@@ -893,12 +997,13 @@ static void bench_footprint(void) {
 /* ---- main ---- */
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|footprint]\n"
-            "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
-            "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
-            "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
-            "       [--policy lru|sieve|s3fifo] [--full] (footprint only)\n");
+    fprintf(
+        stderr,
+        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|footprint]\n"
+        "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
+        "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
+        "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
+        "       [--policy lru|sieve|s3fifo] [--full] (footprint only)\n");
     exit(2);
 }
 
@@ -910,7 +1015,11 @@ int main(int argc, char **argv) {
     }
     for (int i = 1; i < argc; i++) /* --quick: a smoke run of seconds; explicit sizes still win */
         if (strcmp(argv[i], "--quick") == 0) {
-            opt.keys = 10000; opt.disk_keys = 50; opt.ops_per_thread = 20000; opt.reps = 2; opt.warmup = 0;
+            opt.keys = 10000;
+            opt.disk_keys = 50;
+            opt.ops_per_thread = 20000;
+            opt.reps = 2;
+            opt.warmup = 0;
         }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -935,7 +1044,8 @@ int main(int argc, char **argv) {
         else usage();
 #undef OPT
     }
-    if (opt.keys < 1 || opt.disk_keys < 1 || opt.reps < 1 || opt.reps > 60 || opt.warmup < 0) usage();
+    if (opt.keys < 1 || opt.disk_keys < 1 || opt.reps < 1 || opt.reps > 60 || opt.warmup < 0)
+        usage();
     if (!opt.group) { /* every group but footprint */
         bench_memory("mem-int", false);
         bench_memory("mem-str", true);

@@ -84,11 +84,13 @@ static void load(trace *t, const char *path) {
             keys = realloc(keys, cap * sizeof *keys);
             if (!keys) exit(2);
         }
-        keys[n++] = (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+        keys[n++] =
+            (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
     }
     int rc = piped ? pclose(f) : fclose(f);
     if (rc != 0 || n == 0) {
-        fprintf(stderr, "hit-ratio: %s: reading failed (is xz installed? Debian: xz-utils)\n", path);
+        fprintf(stderr, "hit-ratio: %s: reading failed (is xz installed? Debian: xz-utils)\n",
+                path);
         exit(2);
     }
     t->keys = keys;
@@ -122,8 +124,9 @@ static void make_zipf(trace *t, size_t universe, size_t requests, uint64_t seed)
     double sum = 0;
     for (size_t i = 0; i < universe; i++) cdf[i] = (sum += 1.0 / pow((double)(i + 1), 0.99));
     uint64_t s = seed;
-#define NEXT() (s += 0x9E3779B97F4A7C15ull, z = s, z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull, \
-                z = (z ^ (z >> 27)) * 0x94D049BB133111EBull, z ^ (z >> 31))
+#define NEXT()                                                                       \
+    (s += 0x9E3779B97F4A7C15ull, z = s, z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull, \
+     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull, z ^ (z >> 31))
     uint64_t z;
     int32_t *perm = xmalloc(universe * sizeof *perm);
     for (size_t i = 0; i < universe; i++) perm[i] = (int32_t)(i * 2654435761u & 0x7fffffff);
@@ -207,8 +210,13 @@ static void model_init(model *m, int policy, size_t size, size_t distinct, size_
 }
 
 static void model_free(model *m) {
-    free(m->prev); free(m->next); free(m->where); free(m->bits);
-    free(m->ring_id); free(m->ring_stamp); free(m->ghost_stamp);
+    free(m->prev);
+    free(m->next);
+    free(m->where);
+    free(m->bits);
+    free(m->ring_id);
+    free(m->ring_stamp);
+    free(m->ghost_stamp);
 }
 
 static void ghost_drop_oldest(model *m) {
@@ -343,8 +351,10 @@ static int run(trace *t) {
             for (size_t i = 0; i < t->n; i++) mh += model_access(&m, (int32_t)t->ids[i]);
             model_free(&m);
             if (hits != mh) {
-                fprintf(stderr, "hit-ratio: MISMATCH %s at %d%% (%zu entries), %s: cache %ld hits, "
-                        "model %ld\n", t->name, pcts[s], size, POLICY_NAMES[p], hits, mh);
+                fprintf(stderr,
+                        "hit-ratio: MISMATCH %s at %d%% (%zu entries), %s: cache %ld hits, "
+                        "model %ld\n",
+                        t->name, pcts[s], size, POLICY_NAMES[p], hits, mh);
                 mismatches++;
             }
             printf("{\"group\":\"hitratio\",\"trace\":\"%s\",\"requests\":%zu,\"distinct\":%zu,"

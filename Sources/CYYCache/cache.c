@@ -84,7 +84,8 @@ int yyc_cache_open(const char *path, yyc_cache **out) {
     int rc = yyc_diskcache_open(path, YYC_CACHE_INLINE_THRESHOLD, &c->disk);
     if (rc == YYC_OK) {
         rc = yyc_memcache_new(&bytes_callbacks, &c->memory);
-        if (rc != YYC_OK) rc = yyc__error(rc, 0, 0, "yyc_cache_open: memory cache: %s", yyc_strerror(rc));
+        if (rc != YYC_OK)
+            rc = yyc__error(rc, 0, 0, "yyc_cache_open: memory cache: %s", yyc_strerror(rc));
         else yyc_memcache_set_cost_limit(c->memory, default_memory_cost_limit());
     }
     if (rc != YYC_OK) {
@@ -125,8 +126,8 @@ static void count_read(yyc_cache *c, int rc) {
     else if (rc == YYC_NOTFOUND) atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
 }
 
-static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
-                      size_t len, uint64_t generation);
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value, size_t len,
+                      uint64_t generation);
 
 int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len) {
     if (!out_value || !out_len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL output");
@@ -157,14 +158,14 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
 }
 
 /* Back-fill the memory tier unless a set or remove came in since the disk read began,
-     * with the disk entry's remaining time to live (none: never), so that memory never serves
-     * a value the disk has let expire. A failed or refused back-fill loses nothing; an entry
-     * gone from disk since the read (expired) is not filled. */
-static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value,
-                      size_t len, uint64_t generation) {
+ * with the disk entry's remaining time to live (none: never), so that memory never serves
+ * a value the disk has let expire. A failed or refused back-fill loses nothing; an entry
+ * gone from disk since the read (expired) is not filled. */
+static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value, size_t len,
+                      uint64_t generation) {
     double ttl = INFINITY;
-    bytes *b = yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len)
-                                                                        : NULL;
+    bytes *b =
+        yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len) : NULL;
     if (b) {
         yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
                                                 NULL);
@@ -225,7 +226,8 @@ void yyc_cache_reset_statistics(yyc_cache *c) {
 static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len, double ttl) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: empty key");
-    if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
+    if (!value && len)
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
     size_t key_len = strlen(key);
     bytes *b = bytes_new(value, len);
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
@@ -269,7 +271,8 @@ int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, siz
 
 bool yyc_cache_contains(yyc_cache *c, const char *key) {
     if (!c || !key || !*key) return false;
-    return yyc_memcache_contains(c->memory, key, strlen(key)) || yyc_diskcache_contains(c->disk, key);
+    return yyc_memcache_contains(c->memory, key, strlen(key)) ||
+           yyc_diskcache_contains(c->disk, key);
 }
 
 int yyc_cache_remove(yyc_cache *c, const char *key) {

@@ -57,7 +57,8 @@ static void build_tables(void) {
         table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
+        for (int t = 1; t < 8; t++)
+            table[t][i] = (table[t - 1][i] >> 8) ^ table[0][table[t - 1][i] & 0xff];
     build_shift(shift_long, __builtin_ctz(LONG_BLOCK));
     build_shift(shift_short, __builtin_ctz(SHORT_BLOCK));
 }
@@ -75,8 +76,8 @@ static uint32_t crc_soft(uint32_t crc, const unsigned char *p, size_t len) {
 #endif
         w ^= crc;
         crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^ table[5][(w >> 16) & 0xff] ^
-              table[4][(w >> 24) & 0xff] ^ table[3][(w >> 32) & 0xff] ^
-              table[2][(w >> 40) & 0xff] ^ table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+              table[4][(w >> 24) & 0xff] ^ table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
+              table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
         p += 8;
         len -= 8;
     }
@@ -122,7 +123,7 @@ crc_hw_3way(uint64_t c0, const unsigned char *p, size_t block, const uint32_t sh
 }
 
 __attribute__((target("sse4.2"))) static uint32_t crc_hw(uint32_t crc, const unsigned char *p,
-                                                          size_t len) {
+                                                         size_t len) {
     uint64_t c = crc;
     while (len && ((uintptr_t)p & 7)) {
         c = __builtin_ia32_crc32qi((uint32_t)c, *p++);

@@ -69,8 +69,8 @@ static size_t round_up(size_t n) {
 }
 
 bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const void *value,
-                       size_t len, const void *extended, size_t extended_len,
-                       const char *filename, int64_t expiry_ms) {
+                       size_t len, const void *extended, size_t extended_len, const char *filename,
+                       int64_t expiry_ms) {
     if (remove) len = extended_len = 0, filename = NULL, expiry_ms = 0;
     if (!value) len = 0;
     if (!extended) extended_len = 0;

@@ -27,9 +27,9 @@
 typedef struct yyc__deferred_entry {
     struct yyc__deferred_entry *next; /* in its bucket */
     uint64_t hash;
-    bool remove;          /* a removal (no value) */
-    int64_t expiry_ms;    /* the save's expiry (unix ms, yyc__kv_now_ms's clock; 0: never) */
-    const void *value;    /* NULL when len == 0 */
+    bool remove;       /* a removal (no value) */
+    int64_t expiry_ms; /* the save's expiry (unix ms, yyc__kv_now_ms's clock; 0: never) */
+    const void *value; /* NULL when len == 0 */
     size_t len;
     const void *extended; /* NULL when extended_len == 0 */
     size_t extended_len;
@@ -55,8 +55,8 @@ void yyc__deferred_clear(yyc__deferred *d);
  * copied.
  * Returns false when out of memory (the queue is unchanged). */
 bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const void *value,
-                       size_t len, const void *extended, size_t extended_len,
-                       const char *filename, int64_t expiry_ms);
+                       size_t len, const void *extended, size_t extended_len, const char *filename,
+                       int64_t expiry_ms);
 
 /* The key's queued write, or NULL (borrowed until the queue changes). */
 const yyc__deferred_entry *yyc__deferred_find(const yyc__deferred *d, const char *key);

@@ -79,7 +79,7 @@
 typedef struct write_req {
     yyc__kv_write w; /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
     double ttl;      /* seconds (INFINITY: never), or NAN for the core's default time to live */
-    bool done;              /* [lock] committed or failed: w.status is final */
+    bool done;       /* [lock] committed or failed: w.status is final */
     struct write_req *next; /* in `incoming` */
 } write_req;
 
@@ -250,7 +250,8 @@ static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *w
     if (sys_errno) snprintf(e.message, sizeof e.message, "%s: %s", what, strerror(sys_errno));
     else snprintf(e.message, sizeof e.message, "%s", what);
     yyc__error(code, 0, sys_errno, "%s", e.message);
-    if (dc->logs) fprintf(stderr, "yycache: disk cache: %s (%s)\n", e.message, yyc_status_name(code));
+    if (dc->logs)
+        fprintf(stderr, "yycache: disk cache: %s (%s)\n", e.message, yyc_status_name(code));
     push_event(dc, &e);
     return code;
 }
@@ -584,10 +585,8 @@ void yyc_diskcache_release(yyc_diskcache *dc) {
     if (teardown) dc->state = CLOSING; /* in the same critical section: no open can share it */
     bool gone = !teardown && unreachable_locked(dc);
     unlock(&registry.lock);
-    if (teardown)
-        close_core(dc); /* frees it unless an open is still waiting on it */
-    else if (gone)
-        free_core(dc); /* closed earlier; this was the last reference */
+    if (teardown) close_core(dc); /* frees it unless an open is still waiting on it */
+    else if (gone) free_core(dc); /* closed earlier; this was the last reference */
 }
 
 const char *yyc_diskcache_path(yyc_diskcache *dc) { return dc ? dc->path : NULL; }
@@ -726,8 +725,8 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
     write_req *head = atomic_load_explicit(&dc->incoming, memory_order_relaxed);
     do {
         req->next = head;
-    } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req,
-                                                    memory_order_release, memory_order_relaxed));
+    } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req, memory_order_release,
+                                                    memory_order_relaxed));
     lock(&dc->lock);
     if (!req->done) commit_incoming_locked(dc);
     assert(req->done);
@@ -744,7 +743,8 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
     if (key_is_empty(key) || (!value && len)) {
         rc = lock_open(dc);
         if (rc != YYC_OK) return rc;
-        rc = fail_locked(dc, YYC_EINVAL, 0, key_is_empty(key) ? "empty key" : "NULL value with a length");
+        rc = fail_locked(dc, YYC_EINVAL, 0,
+                         key_is_empty(key) ? "empty key" : "NULL value with a length");
         unlock_and_deliver(dc);
         return rc;
     }
@@ -906,8 +906,7 @@ static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
         rc = deferred_commit_locked(dc);
     bool was_empty = dc->queue.count == 0;
     if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
-                                           w->extended, w->extended_len, w->filename,
-                                           w->expiry_ms))
+                                           w->extended, w->extended_len, w->filename, w->expiry_ms))
         rc = fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
     if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
     w->status = rc;
@@ -916,8 +915,8 @@ static int deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
 }
 
 /* Caller holds the lock. When key has a queued write: true, with *rc YYC_NOTFOUND for a queued
- * removal or an expired queued save, else YYC_OK and (out non-NULL) a copy of its value, or of its extended data with
- * want_ext, in *out / *out_len (NULL / 0 when empty). */
+ * removal or an expired queued save, else YYC_OK and (out non-NULL) a copy of its value, or of its
+ * extended data with want_ext, in *out / *out_len (NULL / 0 when empty). */
 static bool queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,
                                size_t *out_len, int *rc) {
     yyc__assert_held(&dc->lock);
@@ -1113,7 +1112,8 @@ int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn progres
 /* --- totals --- */
 
 int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out) {
-    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(dc == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
@@ -1124,7 +1124,8 @@ int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out) {
 }
 
 int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
-    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(dc == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
@@ -1317,8 +1318,7 @@ static void note_replaced_locked(yyc_diskcache *dc, const char *key) {
     queue_removal_locked(dc, copy, YYC_REMOVED_REPLACED);
 }
 
-void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn,
-                                        void *ctx) {
+void yyc_diskcache_set_removal_listener(yyc_diskcache *dc, yyc_diskcache_removal_fn fn, void *ctx) {
     if (!dc) return;
     lock(&dc->lock);
     dc->removal_fn = fn;
@@ -1335,7 +1335,8 @@ void *yyc_diskcache_removal_listener_ctx(yyc_diskcache *dc) {
 }
 
 int yyc_diskcache_statistics(yyc_diskcache *dc, yyc_cache_statistics *out) {
-    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(dc == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     lock(&dc->lock);
     *out = dc->stats;
     unlock(&dc->lock);
@@ -1365,13 +1366,14 @@ struct yyc_diskcache_iter {
     yyc__kv_cursor cursor;
     yyc__kv_entry page[ENTRIES_PAGE];
     size_t n, next;
-    bool more; /* the last page was full: entries may follow */
+    bool more;           /* the last page was full: entries may follow */
     size_t max_buffered; /* [testing] the most entries held at once */
     yyc_diskcache_entry current;
 };
 
 int yyc_diskcache_iter_open(yyc_diskcache *dc, yyc_diskcache_iter **out) {
-    if (YYC__MISUSE(dc == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(dc == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = NULL;
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
@@ -1402,7 +1404,8 @@ static int iter_fill(yyc_diskcache_iter *it) {
 }
 
 int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **out) {
-    if (YYC__MISUSE(it == NULL || out == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    if (YYC__MISUSE(it == NULL || out == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = NULL;
     for (;;) {
         if (it->next == it->n) {
@@ -1555,7 +1558,7 @@ int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_
         double start = yyc__monotonic_now();
         void *value = NULL;
         size_t len = 0;
-        rc = load(ctx, key, &value, &len); /* no lock held */
+        rc = load(ctx, key, &value, &len);    /* no lock held */
         if (rc == YYC_NOTFOUND) rc = YYC_EIO; /* (a loader has no "miss") */
         if (rc == YYC_OK && !value && len) rc = YYC_EINVAL;
         uint64_t ns = (uint64_t)((yyc__monotonic_now() - start) * 1e9);
@@ -1656,13 +1659,14 @@ int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_s
     int rc = lock_open(dc);
     if (rc != YYC_OK) return rc;
     int64_t expiry = 0;
-    const yyc__deferred_entry *queued = key_is_empty(key) ? NULL : yyc__deferred_find(&dc->queue, key);
+    const yyc__deferred_entry *queued =
+        key_is_empty(key) ? NULL : yyc__deferred_find(&dc->queue, key);
     int64_t now = yyc__kv_now_ms();
     if (queued) { /* the queued write is the answer (nothing is committed for it) */
         bool gone = queued->remove || (queued->expiry_ms != 0 && queued->expiry_ms <= now);
         if (!gone)
-            *out_seconds = queued->expiry_ms == 0 ? INFINITY
-                                                  : (double)(queued->expiry_ms - now) / 1000.0;
+            *out_seconds =
+                queued->expiry_ms == 0 ? INFINITY : (double)(queued->expiry_ms - now) / 1000.0;
         unlock_and_deliver(dc);
         return gone ? YYC_NOTFOUND : YYC_OK;
     }

@@ -172,12 +172,12 @@ yyc__lru_node *yyc__expiry_pop_due(yyc__expiry *e, double now) {
 }
 
 #ifdef YYC_TESTING
-#define CHECK(cond)                                                                       \
-    do {                                                                                  \
-        if (!(cond)) {                                                                    \
+#define CHECK(cond)                                                                             \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
             fprintf(stderr, "%s:%d: expiry invariant broken: %s\n", __FILE__, __LINE__, #cond); \
-            return false;                                                                 \
-        }                                                                                 \
+            return false;                                                                       \
+        }                                                                                       \
     } while (0)
 
 bool yyc__expiry_check(const yyc__expiry *e) {

@@ -231,9 +231,7 @@ int yyc__fs_read_full(int fd, void *buf, size_t len) {
 
 /* A new open file description of the same folder (a dup would share the directory stream
  * position with the original descriptor, which another thread may be reading). */
-static int reopen_dir(int fd) {
-    return openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-}
+static int reopen_dir(int fd) { return openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); }
 
 static int empty_dir(int fd, int depth) {
     int dfd = reopen_dir(fd);
@@ -305,8 +303,7 @@ void yyc__fs_uuid(char out[37]) {
     arc4random_buf(b, sizeof b);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
-    snprintf(out, 37,
-             "%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(out, 37, "%02X%02X%02X%02X-%02X%02X-%02X%02X-%02X%02X-%02X%02X%02X%02X%02X%02X", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }

@@ -15,18 +15,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ENTRY_COLS                                                                            \
-    "select rowid, key, filename, size, modification_time, last_access_time, "
+#define ENTRY_COLS "select rowid, key, filename, size, modification_time, last_access_time, "
 #define SQL_ENTRIES_FIRST ENTRY_COLS "NULL from manifest order by last_access_time, rowid limit ?3;"
-#define SQL_ENTRIES_NEXT                                                                      \
-    ENTRY_COLS "NULL from manifest where (last_access_time, rowid) > (?1, ?2) order by "     \
+#define SQL_ENTRIES_NEXT                                                                 \
+    ENTRY_COLS "NULL from manifest where (last_access_time, rowid) > (?1, ?2) order by " \
                "last_access_time, rowid limit ?3;"
-#define SQL_ENTRIES_FIRST_CRC                                                                 \
-    ENTRY_COLS EXPIRY_COLUMN " from manifest where " LIVE_ROW                                 \
-               " order by last_access_time, rowid limit ?3;"
-#define SQL_ENTRIES_NEXT_CRC                                                                  \
-    ENTRY_COLS EXPIRY_COLUMN " from manifest where (last_access_time, rowid) > (?1, ?2) and " \
-               LIVE_ROW " order by last_access_time, rowid limit ?3;"
+#define SQL_ENTRIES_FIRST_CRC                                 \
+    ENTRY_COLS EXPIRY_COLUMN " from manifest where " LIVE_ROW \
+                             " order by last_access_time, rowid limit ?3;"
+#define SQL_ENTRIES_NEXT_CRC                                                      \
+    ENTRY_COLS EXPIRY_COLUMN                                                      \
+        " from manifest where (last_access_time, rowid) > (?1, ?2) and " LIVE_ROW \
+        " order by last_access_time, rowid limit ?3;"
 
 void yyc__kv_entries_clear(yyc__kv_entry *entries, size_t n) {
     for (size_t i = 0; i < n; i++) {

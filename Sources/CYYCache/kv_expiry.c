@@ -53,7 +53,7 @@ int64_t yyc__kv_expiry_from_ttl(double ttl_seconds) {
     if (!(ttl_seconds < INFINITY)) return 0; /* INFINITY (and NaN, refused by the callers) */
     if (ttl_seconds < 0) ttl_seconds = 0;
     int64_t now = yyc__kv_now_ms();
-    double ms = ceil(ttl_seconds * 1000.0); /* a time to live is never shortened */
+    double ms = ceil(ttl_seconds * 1000.0);        /* a time to live is never shortened */
     if (ms >= (double)(INT64_MAX - now)) return 0; /* beyond any clock: never */
     int64_t expiry = now + (int64_t)ms;
     return expiry > 0 ? expiry : 1; /* (0 means none) */
@@ -76,12 +76,11 @@ static void save_expiry_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 int yyc__kv_expiry_register_functions(yyc_kv *kv, sqlite3 *db) {
-    int rc = sqlite3_create_function_v2(db, "yyc_now_ms", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                        NULL, now_ms_fn, NULL, NULL, NULL);
+    int rc = sqlite3_create_function_v2(db, "yyc_now_ms", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                        now_ms_fn, NULL, NULL, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_create_function_v2(db, "yyc_save_expiry", 0,
-                                        SQLITE_UTF8 | SQLITE_DIRECTONLY, kv, save_expiry_fn,
-                                        NULL, NULL, NULL);
+        rc = sqlite3_create_function_v2(db, "yyc_save_expiry", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                        kv, save_expiry_fn, NULL, NULL, NULL);
     return rc;
 }
 
@@ -105,7 +104,8 @@ int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, siz
                              const char *filename, const void *extended, size_t extended_len,
                              int64_t expiry_ms) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
-    if (expiry_ms == 0) return yyc_kv_save(kv, key, value, value_len, filename, extended, extended_len);
+    if (expiry_ms == 0)
+        return yyc_kv_save(kv, key, value, value_len, filename, extended, extended_len);
     int rc = yyc__kv_db_check(kv);
     if (rc != YYC_OK) return rc;
     if (!kv->has_crc) /* a save would leave the row without its expiry: never expiring */
@@ -141,8 +141,8 @@ int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms) {
     return yyc__kv_sqlite_fail(kv, src, "read expiry");
 }
 
-#define SQL_ROWS_KEY_EXPIRED                                                                  \
-    "select rowid, filename, size from manifest where key = ?1 and " EXPIRY_COLUMN            \
+#define SQL_ROWS_KEY_EXPIRED                                                       \
+    "select rowid, filename, size from manifest where key = ?1 and " EXPIRY_COLUMN \
     " <= yyc_now_ms();"
 
 static int select_key_expired(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
@@ -168,9 +168,9 @@ int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed) {
 
 /* --- every expired row --- */
 
-#define SQL_ROWS_EXPIRED                                                                      \
-    "select rowid, filename, size from manifest where " EXPIRY_COLUMN " <= ?1 order by "     \
-    EXPIRY_COLUMN ";"
+#define SQL_ROWS_EXPIRED                                              \
+    "select rowid, filename, size from manifest where " EXPIRY_COLUMN \
+    " <= ?1 order by " EXPIRY_COLUMN ";"
 /* Rows per transaction (like the other trims' WHERE_BATCH). */
 #define EXPIRED_BATCH 256
 

@@ -105,7 +105,6 @@ void yyc_kv_md5_filename(const char *key, char out[33]) {
     out[32] = '\0';
 }
 
-
 void yyc__kv_file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r) {
     *r = (file_ref){0};
     if (!filename || !yyc_kv_filename_is_valid(filename)) return;
@@ -199,8 +198,8 @@ void yyc__kv_fail_next_folder_lock(yyc_kv *kv, int err) { kv->fail_flock = err; 
 /* Opens the data file of a row for reading. Returns YYC_OK (*fd, *len), YYC_NOTFOUND when the
  * value is gone (missing, a link, not a regular file, or of another size than recorded: the
  * caller deletes the row, and the file too when *drop_file), or a recorded error. */
-int yyc__kv_open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd,
-                            size_t *len, bool *drop_file) {
+int yyc__kv_open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd, size_t *len,
+                            bool *drop_file) {
     *fd = -1;
     *len = 0;
     *drop_file = false;
@@ -273,8 +272,8 @@ static int link_fresh(int tdfd, const char *tmp, int dfd, const char *name, char
  * under the lock this time: data/ is only replaced under the lock, so it cannot go away again
  * before the move and once is enough. No existing file is touched; the temporary file never
  * survives a failure. *placed gets the name. Returns YYC_OK or a recorded error. */
-int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len,
-                              const char *name, int tdfd, const char *tmp, char placed[256]) {
+int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len, const char *name,
+                              int tdfd, const char *tmp, char placed[256]) {
     assert(kv->lock_depth > 0);
     int dfd = yyc__kv_data_dir(kv);
     if (dfd < 0) {
@@ -310,8 +309,8 @@ void yyc__kv_reserve_make(yyc_kv *kv) {
     if (fstatvfs(kv->root_fd, &sv) != 0 ||
         (uint64_t)sv.f_bavail * sv.f_frsize < 2u * (uint64_t)RESERVE_BYTES)
         return;
-    int fd = openat(kv->root_fd, RESERVE_NAME,
-                    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = openat(kv->root_fd, RESERVE_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
     if (fd < 0) {
         if (errno == EEXIST) kv->reserve_gone = false;
         return;

@@ -50,14 +50,15 @@
 #define TRASH_DIR "trash"
 
 /* YYKVStorage's initialization script, byte for byte in effect. */
-#define SQL_INIT                                                                              \
-    "pragma journal_mode = wal; pragma synchronous = normal; "                                \
-    "create table if not exists manifest (key text, filename text, size integer, "            \
-    "inline_data blob, modification_time integer, last_access_time integer, "                 \
-    "extended_data blob, primary key(key)); "                                                 \
+#define SQL_INIT                                                                   \
+    "pragma journal_mode = wal; pragma synchronous = normal; "                     \
+    "create table if not exists manifest (key text, filename text, size integer, " \
+    "inline_data blob, modification_time integer, last_access_time integer, "      \
+    "extended_data blob, primary key(key)); "                                      \
     "create index if not exists last_access_time_idx on manifest(last_access_time);"
 
-#define COLS_FULL "key, filename, size, inline_data, modification_time, last_access_time, extended_data"
+#define COLS_FULL \
+    "key, filename, size, inline_data, modification_time, last_access_time, extended_data"
 #define COLS_INFO "key, filename, size, NULL, modification_time, last_access_time, extended_data"
 
 #define SQL_SCHEMA_CHECK "select rowid, " COLS_FULL " from manifest limit 0;"
@@ -74,7 +75,7 @@
 #define SQL_EXT_CRC_CHECK "select " EXT_CRC_COLUMN " from manifest limit 0;"
 #define SQL_EXT_CRC_ADD "alter table manifest add column " EXT_CRC_COLUMN " integer;"
 
-#define SQL_UPSERT                                                                            \
+#define SQL_UPSERT                                                                           \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
     "last_access_time, extended_data) values (?1, ?2, ?3, ?4, ?5, ?6, ?7);"
 /* Beyond YYKVStorage, too: each row's expiry (unix milliseconds; NULL: never, as in every row
@@ -86,12 +87,12 @@
 #define EXPIRY_COLUMN "yyc_expiry_ms"
 #define SQL_EXPIRY_CHECK "select " EXPIRY_COLUMN " from manifest limit 0;"
 #define SQL_EXPIRY_ADD "alter table manifest add column " EXPIRY_COLUMN " integer;"
-#define SQL_EXPIRY_INDEX                                                                      \
-    "create index if not exists yyc_expiry_idx on manifest(" EXPIRY_COLUMN ") where "       \
-    EXPIRY_COLUMN " is not null;"
+#define SQL_EXPIRY_INDEX                                                   \
+    "create index if not exists yyc_expiry_idx on manifest(" EXPIRY_COLUMN \
+    ") where " EXPIRY_COLUMN " is not null;"
 #define LIVE_ROW "(" EXPIRY_COLUMN " is null or " EXPIRY_COLUMN " > yyc_now_ms())"
 
-#define SQL_UPSERT_CRC                                                                        \
+#define SQL_UPSERT_CRC                                                                       \
     "insert or replace into manifest (key, filename, size, inline_data, modification_time, " \
     "last_access_time, extended_data, " CRC_COLUMN ", " EXT_CRC_COLUMN ", " EXPIRY_COLUMN    \
     ") values (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, yyc_save_expiry());"
@@ -124,10 +125,10 @@
 #define SQL_INFOS_IN "select " COLS_INFO ", NULL, NULL from manifest where key in ("
 #define SQL_INFOS_IN_CRC \
     "select " COLS_INFO ", " CRCS_INFO " from manifest where " LIVE_ROW " and key in ("
-#define SQL_GET_VALUE                                                                         \
+#define SQL_GET_VALUE \
     "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
-#define SQL_GET_VALUE_CRC                                                                     \
-    "select filename, size, inline_data, last_access_time, " CRC_COLUMN                      \
+#define SQL_GET_VALUE_CRC                                               \
+    "select filename, size, inline_data, last_access_time, " CRC_COLUMN \
     " from manifest where key = ?1 and " LIVE_ROW ";"
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
@@ -145,7 +146,7 @@
  * Invariants: committed <= n <= cap; at_commit <= n while commit_seen. */
 typedef struct yyc__kv_removal_watch {
     bool on;
-    char **keys;      /* NUL-terminated copies, n of them */
+    char **keys; /* NUL-terminated copies, n of them */
     size_t n, cap;
     size_t committed; /* keys[0..committed) belong to committed transactions */
     size_t at_commit; /* n when the commit hook last ran (commit_seen) */
@@ -196,8 +197,8 @@ struct yyc_kv {
 #ifdef YYC_TESTING
     int fail_opens; /* [testing] opens left to fail */
 #endif
-    bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
-    bool has_crc;         /* the manifest has both checksum columns and the expiry column */
+    bool rebuild_pending;   /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
+    bool has_crc;           /* the manifest has both checksum columns and the expiry column */
     int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
                              * (0: none); set only around one save (kv_expiry.c) */
     /* [atomic] A checkpoint job is queued or running (kv_sweep.c): set by the WAL hook on the
@@ -207,7 +208,7 @@ struct yyc_kv {
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
      * upsert itself, instead of looking it up first (old_row_hook). [caller]; the last three are
      * written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
-    bool use_old_row_hook;     /* the hook is available and the columns below were found */
+    bool use_old_row_hook; /* the hook is available and the columns below were found */
 #ifdef YYC_TESTING
     bool no_old_row_hook; /* [testing] always look up */
 #endif
@@ -219,10 +220,10 @@ struct yyc_kv {
     /* [caller] The keys of the rows deleted while a removal watch is on (kv_removals.c). */
     yyc__kv_removal_watch watch;
     /* [caller] */
-    int lock_depth;       /* folder_lock nesting; > 0: this process holds the folder flock */
-    bool quiet_corrupt;   /* a first, unlocked read: a damaged value is only suspected */
-    bool quiet_full;      /* a deletion that will be retried: its ENOSPC is not reported */
-    bool reserve_gone;    /* the space reserve was released (or never made): remake it */
+    int lock_depth;     /* folder_lock nesting; > 0: this process holds the folder flock */
+    bool quiet_corrupt; /* a first, unlocked read: a damaged value is only suspected */
+    bool quiet_full;    /* a deletion that will be retried: its ENOSPC is not reported */
+    bool reserve_gone;  /* the space reserve was released (or never made): remake it */
 #ifdef YYC_TESTING
     int fail_flock; /* [testing] the next folder lock fails with this errno (0: none) */
 #endif
@@ -260,7 +261,7 @@ typedef struct yyc__kv_batch {
     struct yyc__kv_placed {
         const char *key; /* borrowed from the write, valid for the transaction */
         char name[256];
-    } *placed;
+    } * placed;
     size_t n_placed;
     size_t cap;
 } yyc__kv_batch;
@@ -284,8 +285,8 @@ int yyc__kv_db_check(yyc_kv *kv);
  * picks sql_crc when the manifest has the checksum columns. */
 int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 int yyc__kv_prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
-int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc,
-                     sqlite3_stmt **out, bool *with_crc);
+int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
+                     bool *with_crc);
 int yyc__kv_bind_key(sqlite3_stmt *s, int idx, const char *key);
 /* Steps a statement that returns no row and gives it back. */
 int yyc__kv_step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what);
@@ -308,11 +309,11 @@ void yyc__kv_file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r);
 void yyc__kv_file_ref_delete(yyc_kv *kv, file_ref *r);
 void yyc__kv_file_ref_forget(file_ref *r);
 /* Value files: opened for reading, read and closed, placed under a fresh name (folder lock). */
-int yyc__kv_open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd,
-                            size_t *len, bool *drop_file);
+int yyc__kv_open_value_file(yyc_kv *kv, const char *filename, int64_t size, int *fd, size_t *len,
+                            bool *drop_file);
 int yyc__kv_read_value_file(yyc_kv *kv, int fd, void *buf, size_t len);
-int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len,
-                              const char *name, int tdfd, const char *tmp, char placed[256]);
+int yyc__kv_place_file_locked(yyc_kv *kv, const void *value, size_t value_len, const char *name,
+                              int tdfd, const char *tmp, char placed[256]);
 /* The space reserve: made when missing and there is room; released for a full disk. */
 void yyc__kv_reserve_make(yyc_kv *kv);
 bool yyc__kv_reserve_release(yyc_kv *kv);

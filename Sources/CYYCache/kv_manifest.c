@@ -206,8 +206,7 @@ static int schema_query(sqlite3 *db, const char *sql, sqlite3_stmt **out) {
  * *foreign, with what naming the offending object. Returns SQLITE_OK when decided, else the
  * SQLite error that kept it from looking (busy, out of memory, I/O: no verdict - a transient
  * failure must never get a healthy manifest rebuilt). */
-static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *what,
-                                size_t size) {
+static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *what, size_t size) {
     char init_error[120] = "";
     if (init_rc == SQLITE_ERROR) snprintf(init_error, sizeof init_error, "%s", sqlite3_errmsg(db));
     *foreign = false;
@@ -281,8 +280,8 @@ static int db_open_once(yyc_kv *kv) {
     /* Create the manifest ourselves: 0600, and never through a link. SQLite gives the -wal and
      * -shm files the database file's permissions. */
     for (int attempt = 0;; attempt++) {
-        int fd = openat(kv->root_fd, MANIFEST_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
+        int fd =
+            openat(kv->root_fd, MANIFEST_NAME, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd >= 0) {
             close(fd);
             break;
@@ -466,8 +465,8 @@ int yyc__kv_prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
 
 /* Prepares sql_crc when the manifest has the checksum columns, else sql_plain. One db_check:
  * it runs first because it may (re)open the manifest, which sets has_crc. */
-int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc,
-                     sqlite3_stmt **out, bool *with_crc) {
+int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
+                     bool *with_crc) {
     *out = NULL;
     int rc = yyc__kv_db_check(kv);
     if (rc != YYC_OK) return rc;

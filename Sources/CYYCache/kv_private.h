@@ -154,11 +154,11 @@ typedef struct yyc__kv_write {
     const void *extended;
     size_t extended_len;
     int64_t expiry_ms; /* a save's expiry (unix ms; 0: never), as yyc__kv_save_with_expiry */
-    int status;      /* out */
-    yyc_error error; /* out: the details of a failure */
-    bool replaced;   /* out: a save that committed replaced a row of its key (a save rolled back,
-                      * to its savepoint or with its transaction, did not); always false
-                      * without the preupdate hook */
+    int status;        /* out */
+    yyc_error error;   /* out: the details of a failure */
+    bool replaced;     /* out: a save that committed replaced a row of its key (a save rolled back,
+                        * to its savepoint or with its transaction, did not); always false
+                        * without the preupdate hook */
 } yyc__kv_write;
 
 /* Group commit: the writes in one transaction under the folder lock, each in its own SAVEPOINT,
@@ -207,8 +207,8 @@ void yyc__kv_close_connection(yyc_kv *kv);
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
 
 /* Testing: how many of the WAL checkpoints queued after commits (every storage, since the
- * process started) copied pages into the database on a worker thread, and how many on another thread (a close
- * drains a queued one on its own thread). */
+ * process started) copied pages into the database on a worker thread, and how many on another
+ * thread (a close drains a queued one on its own thread). */
 void yyc__kv_checkpoint_counts(int *on_worker, int *elsewhere);
 #endif /* YYC_TESTING */
 

@@ -32,9 +32,8 @@ static void drop_from(yyc__kv_removal_watch *w, size_t from) {
     w->n = from;
 }
 
-static void watch_preupdate(void *ctx, sqlite3 *db, int op, const char *db_name,
-                            const char *table, sqlite3_int64 old_rowid,
-                            sqlite3_int64 new_rowid) {
+static void watch_preupdate(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
+                            sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
     yyc_kv *kv = ctx;
     yyc__kv_removal_watch *w = &kv->watch;
     (void)old_rowid;
@@ -115,6 +114,8 @@ size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost) {
     return n;
 }
 
-bool yyc__kv_last_save_replaced(const yyc_kv *kv) { return kv->use_old_row_hook && kv->replaced_row; }
+bool yyc__kv_last_save_replaced(const yyc_kv *kv) {
+    return kv->use_old_row_hook && kv->replaced_row;
+}
 
 bool yyc__kv_can_watch_removals(const yyc_kv *kv) { return kv->use_old_row_hook; }

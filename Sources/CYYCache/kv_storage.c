@@ -145,7 +145,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     }
     rc = yyc__kv_db_open_or_rebuild(kv);
     if (rc != YYC_OK) goto fail;
-    yyc__kv_reserve_make(kv); /* (best effort) */
+    yyc__kv_reserve_make(kv);               /* (best effort) */
     yyc__kv_schedule_trash_empty(kv, true); /* finish a deletion interrupted last time */
     *out = kv;
     return YYC_OK;
@@ -372,8 +372,8 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* SQLite's preupdate hook while an upsert of one key steps: INSERT OR REPLACE deletes the key's
  * previous row (if any) before inserting the new one, and this records that row's file name, so
- * the save knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
- * sqlite3_value_*. */
+ * the save knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls
+ * nothing but sqlite3_preupdate_old and sqlite3_value_*. */
 static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
     yyc_kv *kv = ctx;
@@ -430,7 +430,8 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     /* Value and extended data outlive the step (the statement is reset before we return). */
     int b = yyc__kv_bind_key(s, 1, key);
     if (b == SQLITE_OK)
-        b = filename ? sqlite3_bind_text(s, 2, filename, -1, SQLITE_STATIC) : sqlite3_bind_null(s, 2);
+        b = filename ? sqlite3_bind_text(s, 2, filename, -1, SQLITE_STATIC)
+                     : sqlite3_bind_null(s, 2);
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 3, (int64_t)value_len);
     if (b == SQLITE_OK) {
         if (filename) b = sqlite3_bind_null(s, 4);
@@ -440,7 +441,8 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 5, now);
     if (b == SQLITE_OK) b = sqlite3_bind_int64(s, 6, now);
     if (b == SQLITE_OK)
-        b = ext_len ? sqlite3_bind_blob64(s, 7, ext, ext_len, SQLITE_STATIC) : sqlite3_bind_null(s, 7);
+        b = ext_len ? sqlite3_bind_blob64(s, 7, ext, ext_len, SQLITE_STATIC)
+                    : sqlite3_bind_null(s, 7);
     if (b == SQLITE_OK && with_crc) b = sqlite3_bind_int64(s, 8, crc);
     if (b == SQLITE_OK && with_crc)
         b = ext_len ? sqlite3_bind_int64(s, 9, ext_crc) : sqlite3_bind_null(s, 9);
@@ -474,8 +476,8 @@ static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t va
         else yyc__kv_file_ref_forget(&old);
         return rc;
     }
-    int rc = upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc,
-                    ext_crc);
+    int rc =
+        upsert(kv, key, filename, inline_value, value_len, extended, extended_len, crc, ext_crc);
     if (rc != YYC_OK) return rc;
     if (kv->old_row_failed) /* (out of memory): the orphan sweep after an open removes it */
         yyc__kv_report(kv, false, YYC_ENOMEM, 0, 0, "previous file of a saved key not known");
@@ -592,8 +594,8 @@ int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len
     }
     rc = yyc__kv_folder_lock(kv);
     if (rc == YYC_OK) {
-        rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp,
-                         extended, extended_len, crc, ext_crc);
+        rc = save_locked(kv, key, value, value_len, to_file ? filename : NULL, tdfd, tmp, extended,
+                         extended_len, crc, ext_crc);
         yyc__kv_folder_unlock(kv);
     } else if (*tmp) {
         unlinkat(tdfd, tmp, 0); /* never renamed into place */
@@ -642,7 +644,7 @@ typedef struct deletion {
     size_t limit; /* most rows per transaction */
     enum fit fit; /* FIT_*: stop once the total count / size is at most max */
     int64_t max;
-    bool one_step;   /* stop after one step (a batch) even when candidates are left */
+    bool one_step; /* stop after one step (a batch) even when candidates are left */
     /* FIT_*: the total, summed by the first step inside its transaction and carried on by the
      * later ones (summing again at every step would make a large trim quadratic); another
      * process's changes meanwhile only move where the trim stops. */
@@ -722,8 +724,8 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_
     }
     /* Candidates may be left: the step stopped at its limit, or its total was saturated (the
      * true one may be larger: the next step sums again). */
-    bool at_limit = n > 0 && (n == limit || saturated) && (d->fit == FIT_NONE || total > d->max ||
-                                                           saturated);
+    bool at_limit =
+        n > 0 && (n == limit || saturated) && (d->fit == FIT_NONE || total > d->max || saturated);
     if (rc == YYC_OK && src != SQLITE_DONE)
         rc = yyc__kv_sqlite_fail(kv, src, "list rows to delete");
     if (s) release_in(s, adhoc);
@@ -1023,7 +1025,7 @@ int yyc_kv_remove_all(yyc_kv *kv) {
     kv->last_open_error_time = 0;
     int rc = yyc__kv_folder_lock(kv);
     if (rc != YYC_OK) return rc; /* (reported; nothing changed) */
-    rc = yyc__kv_db_check(kv); /* (a manifest found corrupt before is rebuilt here) */
+    rc = yyc__kv_db_check(kv);   /* (a manifest found corrupt before is rebuilt here) */
     if (rc == YYC_OK) rc = clear_locked(kv);
     if (rc == YYC_ECORRUPT && kv->db) {
         /* Real corruption found by the delete: db_check rebuilds the manifest empty in place
@@ -1147,8 +1149,8 @@ static int get_value_pass(yyc_kv *kv, const char *key, void **out_value, size_t 
         const char *raw_name = (const char *)sqlite3_column_text(s, 0);
         if (raw_name && *raw_name) {
             int fd;
-            rc = yyc__kv_open_value_file(kv, column_filename(s, 0), sqlite3_column_int64(s, 1),
-                                         &fd, &len, &drop_file);
+            rc = yyc__kv_open_value_file(kv, column_filename(s, 0), sqlite3_column_int64(s, 1), &fd,
+                                         &len, &drop_file);
             if (rc == YYC_OK) {
                 buf = malloc(len ? len : 1);
                 if (!buf) {
@@ -1268,8 +1270,7 @@ static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_va
     if (rc != YYC_OK) return rc;
     const char *head = want_value ? (kv->has_crc ? SQL_ITEMS_IN_CRC : SQL_ITEMS_IN)
                                   : (kv->has_crc ? SQL_INFOS_IN_CRC : SQL_INFOS_IN);
-    rc = prepare_in(kv, head,
-                        ");", keys, n, 1, &s, &adhoc);
+    rc = prepare_in(kv, head, ");", keys, n, 1, &s, &adhoc);
     if (rc != YYC_OK) return rc;
     int src;
     while (rc == YYC_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
@@ -1296,8 +1297,8 @@ static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_va
 static int touch_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
     sqlite3_stmt *s;
     bool adhoc;
-    int rc = prepare_in(kv, "update manifest set last_access_time = ?1 where key in (", ");",
-                        keys, n, 2, &s, &adhoc);
+    int rc = prepare_in(kv, "update manifest set last_access_time = ?1 where key in (", ");", keys,
+                        n, 2, &s, &adhoc);
     if (rc != YYC_OK) return rc;
     sqlite3_bind_int64(s, 1, now_seconds());
     int src = sqlite3_step(s);
@@ -1365,8 +1366,8 @@ int yyc_kv_get_items(yyc_kv *kv, const char *const *keys, size_t n, yyc_kv_item 
     return get_many(kv, keys, n, true, out_items, out_count);
 }
 
-int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
-                          yyc_kv_item ***out_items, size_t *out_count) {
+int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n, yyc_kv_item ***out_items,
+                          size_t *out_count) {
     return get_many(kv, keys, n, false, out_items, out_count);
 }
 

@@ -9,8 +9,8 @@
  * keeps using meanwhile. Only yyc__kv_schedule_trash_empty and yyc__kv_schedule_checkpoint run
  * on the caller's thread (they read kv's descriptors and path to copy them); the checkpoint job
  * touches the kv once, to clear its atomic checkpoint_pending flag as its very last step (close
- * drains the kv's jobs before freeing it, so the kv is still there). The orphan sweep takes the folder flock through its own
- * open file description before each unlink.
+ * drains the kv's jobs before freeing it, so the kv is still there). The orphan sweep takes the
+ * folder flock through its own open file description before each unlink.
  */
 #include "kv_internal.h"
 

@@ -194,7 +194,9 @@ static inline table table_of(uint64_t *t, size_t mask, unsigned shift, unsigned 
     return v;
 }
 
-static inline unsigned log2_of(size_t slots) { return (unsigned)__builtin_ctzll((unsigned long long)slots); }
+static inline unsigned log2_of(size_t slots) {
+    return (unsigned)__builtin_ctzll((unsigned long long)slots);
+}
 
 static inline size_t home_of(uint64_t h, const table *v) { return (size_t)(h >> v->shift); }
 static inline uint64_t tag_of(uint64_t h, const table *v) {
@@ -251,9 +253,10 @@ static inline bool key_eq(const unsigned char *a, const unsigned char *b, size_t
  * migration began (it was empty) and the lo slots from there on are migrated (skipped); both
  * are 0 for the current table. Returns the slot index, or SIZE_MAX if absent. When want is not
  * NULL, looks for that node (by pointer) instead of comparing keys. */
-static inline __attribute__((always_inline)) size_t
-probe(const yyc__lru_map *m, const table *v, size_t start, size_t lo, uint64_t h,
-      const void *key, size_t key_len, const yyc__lru_node *want) {
+static inline __attribute__((always_inline)) size_t probe(const yyc__lru_map *m, const table *v,
+                                                          size_t start, size_t lo, uint64_t h,
+                                                          const void *key, size_t key_len,
+                                                          const yyc__lru_node *want) {
     const uint64_t *t = v->t;
     size_t mask = v->mask;
     size_t pos = home_of(h, v), dist = 0;
@@ -272,8 +275,7 @@ probe(const yyc__lru_map *m, const table *v, size_t start, size_t lo, uint64_t h
         }
         if (((s ^ tag) & v->tag_match) == 0) {
             const yyc__lru_node *n = slot_node(s);
-            if (want ? n == want
-                     : (n->key_len == key_len && key_eq(n->key, key, key_len)))
+            if (want ? n == want : (n->key_len == key_len && key_eq(n->key, key, key_len)))
                 return pos;
         }
         pos = (pos + 1) & mask;
@@ -823,10 +825,9 @@ yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t co
     return n;
 }
 
-yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key,
-                                                  size_t key_len, size_t count_limit,
-                                                  size_t cost_limit, bool *inserted,
-                                                  yyc__lru_node **evicted) {
+yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key, size_t key_len,
+                                                  size_t count_limit, size_t cost_limit,
+                                                  bool *inserted, yyc__lru_node **evicted) {
     *inserted = false;
     *evicted = NULL;
     if (key_len > UINT32_MAX) return NULL;
@@ -845,8 +846,8 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     return n;
 }
 
-bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age,
-                              size_t budget, yyc__lru_node **list, yyc__lru_node **tail) {
+bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age, size_t budget,
+                              yyc__lru_node **list, yyc__lru_node **tail) {
     if (begin) m->sweep = m->tail;
     while (m->sweep && budget-- > 0) {
         yyc__lru_node *n = m->sweep;
@@ -887,13 +888,12 @@ void yyc__lru_node_free(yyc__lru_node *node) { free(node); }
 /* --- invariant checker --- */
 
 #ifdef YYC_TESTING
-#define CHECK(cond)                                                                   \
-    do {                                                                              \
-        if (!(cond)) {                                                                \
-            fprintf(stderr, "%s:%d: lru_map invariant broken: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                           \
-            return false;                                                             \
-        }                                                                             \
+#define CHECK(cond)                                                                              \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            fprintf(stderr, "%s:%d: lru_map invariant broken: %s\n", __FILE__, __LINE__, #cond); \
+            return false;                                                                        \
+        }                                                                                        \
     } while (0)
 
 /* Checks one table's slots (start, lo: as for probe; 0 for the current table) and counts its
@@ -940,7 +940,8 @@ static bool check_policy(const yyc__lru_map *m) {
     case YYC__POLICY_LRU:
         CHECK(m->hand == NULL && m->main_head == NULL);
         CHECK(m->small_count == 0 && yyc__ghost_count(&m->ghost) == 0);
-        for (const yyc__lru_node *n = m->head; n; n = n->next) CHECK((n->prev_bits & YYC__NODE_BITS) == 0);
+        for (const yyc__lru_node *n = m->head; n; n = n->next)
+            CHECK((n->prev_bits & YYC__NODE_BITS) == 0);
         return true;
     case YYC__POLICY_SIEVE:
         CHECK(m->main_head == NULL && m->small_count == 0);
@@ -957,7 +958,7 @@ static bool check_policy(const yyc__lru_map *m) {
             CHECK((n->prev_bits & YYC__NODE_BITS & ~(YYC__S3_FREQ | YYC__S3_MAIN)) == 0);
             bool main = (n->prev_bits & YYC__S3_MAIN) != 0;
             if (main && !in_main) CHECK(m->main_head == n); /* the first main node */
-            CHECK(!in_main || main);                       /* small nodes come first */
+            CHECK(!in_main || main);                        /* small nodes come first */
             in_main = main;
             if (!main) {
                 small++;

@@ -84,15 +84,15 @@
  * read; value and time may be written by the caller (the map never reads them). Change cost
  * only through yyc__lru_map_set_cost so that the total stays right. */
 typedef struct yyc__lru_node {
-    uintptr_t prev_bits;         /* the node toward the head (NULL at the head) | policy bits:
-                                  * SIEVE bit 0 = visited; S3-FIFO bits 0-1 = frequency,
-                                  * bit 2 = in the main queue; LRU none */
-    struct yyc__lru_node *next;  /* toward the tail (less recent); NULL at the tail */
-    void *value;                 /* opaque, owned by the caller (or small inline value bytes) */
-    size_t cost;                 /* counted in the map's total cost */
-    double time;                 /* caller's timestamp (memory cache: monotonic seconds) */
-    uint32_t key_len;            /* bytes in key */
-    unsigned char key[];         /* the key, copied; not NUL-terminated */
+    uintptr_t prev_bits;        /* the node toward the head (NULL at the head) | policy bits:
+                                 * SIEVE bit 0 = visited; S3-FIFO bits 0-1 = frequency,
+                                 * bit 2 = in the main queue; LRU none */
+    struct yyc__lru_node *next; /* toward the tail (less recent); NULL at the tail */
+    void *value;                /* opaque, owned by the caller (or small inline value bytes) */
+    size_t cost;                /* counted in the map's total cost */
+    double time;                /* caller's timestamp (memory cache: monotonic seconds) */
+    uint32_t key_len;           /* bytes in key */
+    unsigned char key[];        /* the key, copied; not NUL-terminated */
 } yyc__lru_node;
 
 /* The map. Embed it in the owner (no allocation until the first insert).
@@ -133,7 +133,11 @@ typedef struct yyc__lru_node {
  *     small_cost are the small queue's count and exact cost sum; hand is NULL.
  *   - sweep is NULL or a node of the list. */
 /* The eviction policies (YYC_EVICT_* in memory_cache.h have the same values). */
-typedef enum yyc__policy { YYC__POLICY_LRU = 0, YYC__POLICY_SIEVE = 1, YYC__POLICY_S3FIFO = 2 } yyc__policy;
+typedef enum yyc__policy {
+    YYC__POLICY_LRU = 0,
+    YYC__POLICY_SIEVE = 1,
+    YYC__POLICY_S3FIFO = 2
+} yyc__policy;
 
 #define YYC__NODE_BITS ((uintptr_t)15)
 #define YYC__SIEVE_VISITED ((uintptr_t)1)
@@ -146,34 +150,34 @@ static inline struct yyc__lru_node *yyc__lru_node_prev(const yyc__lru_node *n) {
 }
 
 typedef struct yyc__lru_map {
-    uint64_t *slots;         /* the table (see above); NULL until the first insert */
-    size_t mask;             /* slot count - 1 (0 while slots is NULL) */
-    unsigned shift;          /* 64 - log2(slot count): an entry's home slot is hash >> shift */
-    unsigned tag_bits;       /* valid bits of the slots' tags (see lru_map.c) */
-    uint64_t *old;           /* table being migrated from, or NULL */
-    size_t old_mask;         /* old's slot count - 1 */
-    unsigned old_shift;      /* old's shift */
-    unsigned old_tag_bits;   /* old's tag_bits */
-    bool migrate_rehash;     /* this migration rereads the keys (restores all tag bits) */
-    size_t migrate_start;    /* old slot where migration began (empty at that time) */
-    size_t migrate_pos;      /* old slots migrate_start .. + migrate_pos - 1 are migrated */
-    size_t count;            /* number of entries */
-    size_t cost_lo;          /* low word of the exact cost sum */
-    size_t cost_hi;          /* carries out of cost_lo */
-    yyc__lru_node *head;     /* most recently used, NULL when empty */
-    yyc__lru_node *tail;     /* least recently used, NULL when empty */
-    uint64_t seed;           /* per-map hash seed from arc4random_buf */
-    uint64_t hseed;          /* the seed premixed as the hash uses it */
-    uint32_t value_size;     /* inline value bytes per node (0: none); fixed at init */
-    uint32_t value_align;    /* their alignment in the node (a power of two, 1..16); fixed */
-    yyc__policy policy;      /* fixed while the map holds entries (set_policy) */
-    yyc__lru_node *hand;     /* SIEVE: the next node the hand examines; NULL: the tail */
+    uint64_t *slots;          /* the table (see above); NULL until the first insert */
+    size_t mask;              /* slot count - 1 (0 while slots is NULL) */
+    unsigned shift;           /* 64 - log2(slot count): an entry's home slot is hash >> shift */
+    unsigned tag_bits;        /* valid bits of the slots' tags (see lru_map.c) */
+    uint64_t *old;            /* table being migrated from, or NULL */
+    size_t old_mask;          /* old's slot count - 1 */
+    unsigned old_shift;       /* old's shift */
+    unsigned old_tag_bits;    /* old's tag_bits */
+    bool migrate_rehash;      /* this migration rereads the keys (restores all tag bits) */
+    size_t migrate_start;     /* old slot where migration began (empty at that time) */
+    size_t migrate_pos;       /* old slots migrate_start .. + migrate_pos - 1 are migrated */
+    size_t count;             /* number of entries */
+    size_t cost_lo;           /* low word of the exact cost sum */
+    size_t cost_hi;           /* carries out of cost_lo */
+    yyc__lru_node *head;      /* most recently used, NULL when empty */
+    yyc__lru_node *tail;      /* least recently used, NULL when empty */
+    uint64_t seed;            /* per-map hash seed from arc4random_buf */
+    uint64_t hseed;           /* the seed premixed as the hash uses it */
+    uint32_t value_size;      /* inline value bytes per node (0: none); fixed at init */
+    uint32_t value_align;     /* their alignment in the node (a power of two, 1..16); fixed */
+    yyc__policy policy;       /* fixed while the map holds entries (set_policy) */
+    yyc__lru_node *hand;      /* SIEVE: the next node the hand examines; NULL: the tail */
     yyc__lru_node *main_head; /* S3-FIFO: newest node of the main queue, NULL if main is empty */
-    yyc__lru_node *sweep;    /* expire_step: the next node to examine; NULL: none under way */
-    size_t small_count;      /* S3-FIFO: entries in the small queue */
-    size_t small_cost_lo;    /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
+    yyc__lru_node *sweep;     /* expire_step: the next node to examine; NULL: none under way */
+    size_t small_count;       /* S3-FIFO: entries in the small queue */
+    size_t small_cost_lo;     /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
     size_t small_cost_hi;
-    yyc__ghost ghost;        /* S3-FIFO: hashes of keys recently evicted from the small queue */
+    yyc__ghost ghost; /* S3-FIFO: hashes of keys recently evicted from the small queue */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -259,10 +263,9 @@ yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t co
  * (so that the new node is never the victim and S3-FIFO's ghost sees the eviction first, as
  * in the papers). *evicted is NULL when nothing was evicted; the evicted node is the caller's
  * even when the insert then fails (NULL returned). */
-yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key,
-                                                  size_t key_len, size_t count_limit,
-                                                  size_t cost_limit, bool *inserted,
-                                                  yyc__lru_node **evicted);
+yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key, size_t key_len,
+                                                  size_t count_limit, size_t cost_limit,
+                                                  bool *inserted, yyc__lru_node **evicted);
 
 /* One bounded step of an age scan over the whole list, for policies whose tail is not the
  * least recently used (SIEVE, S3-FIFO). begin starts a scan at the tail (a scan already under
@@ -270,8 +273,8 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
  * now - time > age, appending them to the chain *list / *tail (through next). Returns true
  * when the scan has passed the head (nodes moved or removed meanwhile keep it going: it never
  * loops). */
-bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age,
-                              size_t budget, yyc__lru_node **list, yyc__lru_node **tail);
+bool yyc__lru_map_expire_step(yyc__lru_map *m, bool begin, double now, double age, size_t budget,
+                              yyc__lru_node **list, yyc__lru_node **tail);
 
 /* Changes node's cost, keeping the total exact. */
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *node, size_t cost);

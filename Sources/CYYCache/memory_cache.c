@@ -104,11 +104,11 @@ struct yyc_memcache {
     bool freeing;                 /* free_now has started (on some thread) */
     yyc_memcache_free_fn free_fn; /* called once the cache is gone (set_free_handler) */
     void *free_ctx;
-    yyc__expiry expiry;    /* deadlines of the entries with a time to live (expiry.h) */
-    double default_ttl;    /* seconds given to sets without their own; INFINITY: none */
+    yyc__expiry expiry; /* deadlines of the entries with a time to live (expiry.h) */
+    double default_ttl; /* seconds given to sets without their own; INFINITY: none */
     yyc_memcache_removal_fn removal_fn; /* the removal listener, or NULL */
     void *removal_ctx;
-    atomic_bool listening;         /* removal_fn != NULL, readable without the lock */
+    atomic_bool listening;               /* removal_fn != NULL, readable without the lock */
     struct yyc_memcache_flight *flights; /* loads under way (begin_load) */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
@@ -464,7 +464,7 @@ static void free_now(yyc_memcache *c) {
     bool already = c->freeing;
     c->freeing = true;
     unlock(c);
-    if (already) return; /* the thread freeing c waits for this thread's job to end */
+    if (already) return;            /* the thread freeing c waits for this thread's job to end */
     yyc__memory_pressure_forget(c); /* first: waits for the pressure watcher's handling of c */
     yyc_memcache_set_removal_listener(c, NULL, NULL); /* a free reports nothing */
     callback_scope scope;
@@ -696,9 +696,8 @@ int yyc_memcache_set_inline_with_ttl(yyc_memcache *c, const void *key, size_t ke
     return set_impl(c, key, key_len, NULL, value, cost, true, NULL, NULL, ttl_seconds);
 }
 
-int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len,
-                                   void *value, size_t cost, uint64_t generation,
-                                   bool *out_stored) {
+int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len, void *value,
+                                   size_t cost, uint64_t generation, bool *out_stored) {
     if (out_stored) *out_stored = false;
     if (!c || (!key && key_len > 0) || c->inline_values) return YYC_EINVAL;
     return set_impl(c, key, key_len, value, NULL, cost, false, &generation, out_stored, NAN);
@@ -722,15 +721,14 @@ int yyc_memcache_set_if_generation_with_ttl(yyc_memcache *c, const void *key, si
                     ttl_seconds);
 }
 
-int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *key,
-                                                   size_t key_len, const void *value, size_t cost,
+int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
+                                                   const void *value, size_t cost,
                                                    uint64_t generation, double ttl_seconds,
                                                    bool *out_stored) {
     if (out_stored) *out_stored = false;
     if (!c || (!key && key_len > 0) || !value || !c->inline_values || !valid_ttl(ttl_seconds))
         return YYC_EINVAL;
-    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored,
-                    ttl_seconds);
+    return set_impl(c, key, key_len, NULL, value, cost, true, &generation, out_stored, ttl_seconds);
 }
 
 /* Unlocks c (held by the caller); the detached node n (NULL: none) then follows the release
@@ -1003,19 +1001,19 @@ size_t yyc_memcache_total_cost(yyc_memcache *c) {
     return n;
 }
 
-#define ACCESSORS(name, type, field, null_value)                                             \
-    void yyc_memcache_set_##name(yyc_memcache *c, type v) {                                  \
-        if (!c) return;                                                                      \
-        lock(c);                                                                             \
-        c->field = v;                                                                        \
-        unlock(c);                                                                           \
-    }                                                                                        \
-    type yyc_memcache_##name(yyc_memcache *c) {                                              \
-        if (!c) return null_value;                                                           \
-        lock(c);                                                                             \
-        type v = c->field;                                                                   \
-        unlock(c);                                                                           \
-        return v;                                                                            \
+#define ACCESSORS(name, type, field, null_value)            \
+    void yyc_memcache_set_##name(yyc_memcache *c, type v) { \
+        if (!c) return;                                     \
+        lock(c);                                            \
+        c->field = v;                                       \
+        unlock(c);                                          \
+    }                                                       \
+    type yyc_memcache_##name(yyc_memcache *c) {             \
+        if (!c) return null_value;                          \
+        lock(c);                                            \
+        type v = c->field;                                  \
+        unlock(c);                                          \
+        return v;                                           \
     }
 
 ACCESSORS(count_limit, size_t, count_limit, SIZE_MAX)
@@ -1112,8 +1110,8 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
                 yyc__lru_node *n = yyc__lru_map_evict(&c->map, c->count_limit, c->cost_limit);
                 if (n) {
                     if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
-                    set_cause_locked(c, n, kind == TRIM_AGE ? YYC_REMOVED_EXPIRED
-                                                            : YYC_REMOVED_EVICTED);
+                    set_cause_locked(c, n,
+                                     kind == TRIM_AGE ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED);
                 }
                 if (tail) tail->next = n;
                 else list = n;
@@ -1146,8 +1144,8 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
     for (;;) {
         if (lock_for_trim(c, on_worker)) {
             yyc__lru_node *before = tail;
-            bool finished = yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP,
-                                                     &list, &tail);
+            bool finished =
+                yyc__lru_map_expire_step(&c->map, begin, now, age, AGE_SCAN_STEP, &list, &tail);
             begin = false;
             for (yyc__lru_node *n = before ? before->next : list; n; n = n->next) {
                 if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
@@ -1246,8 +1244,7 @@ yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c) {
 
 /* --- events --- */
 
-void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
-                                             void *ctx) {
+void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn, void *ctx) {
     if (!c) return;
     lock(c);
     c->memory_warning_fn = fn;
@@ -1409,8 +1406,10 @@ int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, vo
         } else {
             f = malloc(sizeof *f + key_len);
             if (f) {
-                *f = (struct yyc_memcache_flight){.next = c->flights, .loader = pthread_self(),
-                                                  .blocking = blocking, .key_len = key_len};
+                *f = (struct yyc_memcache_flight){.next = c->flights,
+                                                  .loader = pthread_self(),
+                                                  .blocking = blocking,
+                                                  .key_len = key_len};
                 if (key_len) memcpy(f->key, key, key_len);
                 c->flights = f;
                 c->stats.misses++;
@@ -1427,8 +1426,8 @@ int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, vo
 
 /* The end of every load: takes the flight out (under the lock), counts the load, and hands the
  * result to each waiter (value borrowed for the calls), with no lock held. */
-static void complete_flight(yyc_memcache *c, struct yyc_memcache_flight *f, int status,
-                            void *value, void *error, uint64_t load_ns) {
+static void complete_flight(yyc_memcache *c, struct yyc_memcache_flight *f, int status, void *value,
+                            void *error, uint64_t load_ns) {
     lock(c);
     struct yyc_memcache_flight **p = &c->flights;
     while (*p != f) p = &(*p)->next;
@@ -1447,8 +1446,8 @@ static void complete_flight(yyc_memcache *c, struct yyc_memcache_flight *f, int 
     }
 }
 
-int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
-                             void *value, size_t cost, void *error, uint64_t load_ns) {
+int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status, void *value,
+                             size_t cost, void *error, uint64_t load_ns) {
     if (!c || !flight || c->inline_values) return YYC_EINVAL;
     int rc = status;
     if (status == YYC_OK) /* stored first: a caller arriving meanwhile still joins the flight */
@@ -1458,8 +1457,7 @@ int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int s
 }
 
 int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight, int status,
-                                    const void *value, size_t cost, void *error,
-                                    uint64_t load_ns) {
+                                    const void *value, size_t cost, void *error, uint64_t load_ns) {
     if (!c || !flight || !c->inline_values || (status == YYC_OK && !value)) return YYC_EINVAL;
     if (status != YYC_OK) {
         complete_flight(c, flight, status, NULL, error, load_ns);
@@ -1514,8 +1512,8 @@ static int get_or_load_impl(yyc_memcache *c, const void *key, size_t key_len, si
     sync_waiter w = {.cache = c, .out_value = out_value};
     if (pthread_cond_init(&w.cond, NULL) != 0) return YYC_ENOMEM;
     yyc_memcache_flight *flight;
-    int rc = yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, true,
-                                     &flight);
+    int rc =
+        yyc_memcache_begin_load(c, key, key_len, out_value, sync_waiter_done, &w, true, &flight);
     if (rc == YYC_NOTFOUND && flight) {
         double start = yyc__monotonic_now();
         rc = load(ctx, key, key_len, out_value);
@@ -1550,9 +1548,8 @@ int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len, s
     return rc;
 }
 
-int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
-                                    size_t cost, yyc_memcache_load_fn load, void *ctx,
-                                    void *out_value) {
+int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                                    yyc_memcache_load_fn load, void *ctx, void *out_value) {
     if (!c || !load || !out_value || !c->inline_values || (!key && key_len > 0)) return YYC_EINVAL;
     return get_or_load_impl(c, key, key_len, cost, load, ctx, out_value);
 }

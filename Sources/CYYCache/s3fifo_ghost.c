@@ -147,12 +147,12 @@ void yyc__ghost_push(yyc__ghost *g, uint64_t hash, size_t capacity) {
 }
 
 #ifdef YYC_TESTING
-#define CHECK(cond)                                                                         \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
+#define CHECK(cond)                                                                            \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
             fprintf(stderr, "%s:%d: ghost invariant broken: %s\n", __FILE__, __LINE__, #cond); \
-            return false;                                                                   \
-        }                                                                                   \
+            return false;                                                                      \
+        }                                                                                      \
     } while (0)
 
 bool yyc__ghost_check(const yyc__ghost *g) {

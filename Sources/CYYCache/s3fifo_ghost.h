@@ -28,12 +28,12 @@
 #include <stdint.h>
 
 typedef struct yyc__ghost {
-    uint64_t *ring;    /* ring_cap hashes (0 = hole) */
-    size_t ring_cap;   /* allocated ring slots */
-    size_t oldest;     /* ring position of the oldest used slot */
-    size_t used;       /* used ring slots, holes included */
-    size_t live;       /* remembered hashes */
-    uint32_t *index;   /* index_mask + 1 slots: 0 empty, else ring position + 1 */
+    uint64_t *ring;  /* ring_cap hashes (0 = hole) */
+    size_t ring_cap; /* allocated ring slots */
+    size_t oldest;   /* ring position of the oldest used slot */
+    size_t used;     /* used ring slots, holes included */
+    size_t live;     /* remembered hashes */
+    uint32_t *index; /* index_mask + 1 slots: 0 empty, else ring position + 1 */
     size_t index_mask;
 } yyc__ghost;
 

@@ -68,17 +68,12 @@ int yyc__status_from_errno(int err) {
         return YYC_ENOSPC;
     case EACCES:
     case EPERM:
-    case EROFS:
-        return YYC_EPERM;
-    case ENOMEM:
-        return YYC_ENOMEM;
-    case ENOENT:
-        return YYC_NOTFOUND;
+    case EROFS: return YYC_EPERM;
+    case ENOMEM: return YYC_ENOMEM;
+    case ENOENT: return YYC_NOTFOUND;
     case ENAMETOOLONG:
-    case EINVAL:
-        return YYC_EINVAL;
-    default:
-        return YYC_EIO;
+    case EINVAL: return YYC_EINVAL;
+    default: return YYC_EIO;
     }
 }
 

@@ -21,8 +21,8 @@
 #include "lru_map.h"
 
 typedef struct yyc__stmt_cache {
-    sqlite3 *db;       /* borrowed: the connection the statements belong to */
-    yyc__lru_map map;  /* SQL text (without NUL) -> sqlite3_stmt*; every value is non-NULL */
+    sqlite3 *db;      /* borrowed: the connection the statements belong to */
+    yyc__lru_map map; /* SQL text (without NUL) -> sqlite3_stmt*; every value is non-NULL */
 } yyc__stmt_cache;
 
 /* Makes an empty cache for db. Allocates nothing. */

@@ -18,7 +18,8 @@ extension Cache {
     ///
     /// Like the synchronous `value(forKey:)`, it runs on the caller's executor: a memory hit needs no hop.
     nonisolated(nonsending)
-    public func containsValue(forKey key: String) async -> Bool {
+        public func containsValue(forKey key: String) async -> Bool
+    {
         guard CStrings.isStorableKey(key) else { return false }
         if memoryCache.containsValue(forKey: key) { return true }
         return await diskCache.containsValue(forKey: key)
@@ -36,7 +37,8 @@ extension Cache {
     /// - Returns: The value, or `nil`.
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     nonisolated(nonsending)
-    public func value(forKey key: String) async throws -> Value? {
+        public func value(forKey key: String) async throws -> Value?
+    {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return nil }
         if let value = memoryCache.value(forKey: key) {
@@ -91,8 +93,9 @@ extension Cache {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
-        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation,
-                      timeToLive: timeToLive)
+        storeInMemory(
+            value, byteCount: data.count, forKey: key, generation: generation,
+            timeToLive: timeToLive)
     }
 
     /// Removes `key`'s value from both tiers; the async twin of ``removeValue(forKey:)``.

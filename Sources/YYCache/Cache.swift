@@ -1,4 +1,5 @@
 import CYYCache
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -192,8 +193,9 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
         }
-        storeInMemory(value, byteCount: data.count, forKey: key, generation: generation,
-                      timeToLive: timeToLive)
+        storeInMemory(
+            value, byteCount: data.count, forKey: key, generation: generation,
+            timeToLive: timeToLive)
     }
 
     /// Removes `key`'s value from disk, then from memory. An empty key does nothing.
@@ -236,8 +238,9 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         throws -> Value
     {
         let value = try diskCache.decode(Value.self, from: data)
-        memoryCache.setValue(value, forKey: key, cost: cost(of: value, byteCount: data.count),
-                             ifGeneration: generation, timeToLive: timeToLive)
+        memoryCache.setValue(
+            value, forKey: key, cost: cost(of: value, byteCount: data.count),
+            ifGeneration: generation, timeToLive: timeToLive)
         return value
     }
 
@@ -245,12 +248,16 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// key came in since `generation` was taken (before the disk write); then the disk's last
     /// value is unknown here, so memory forgets the key.
     /// `timeToLive`: seconds, or `nil` for the memory tier's default.
-    func storeInMemory(_ value: Value, byteCount: Int, forKey key: String, generation: UInt64,
-                       timeToLive: Double? = nil) {
+    func storeInMemory(
+        _ value: Value, byteCount: Int, forKey key: String, generation: UInt64,
+        timeToLive: Double? = nil
+    ) {
         counters.insertion()
         let cost = cost(of: value, byteCount: byteCount)
-        if !memoryCache.setValue(value, forKey: key, cost: cost, ifGeneration: generation,
-                                 timeToLive: timeToLive) {
+        if !memoryCache.setValue(
+            value, forKey: key, cost: cost, ifGeneration: generation,
+            timeToLive: timeToLive)
+        {
             memoryCache.removeValue(forKey: key)
         }
     }

@@ -25,17 +25,19 @@ final class CacheCounters: Sendable {
             loadFailures.add(1, ordering: .relaxed)
         }
         let (seconds, atto) = duration.components
-        loadNanoseconds.add(Int(clamping: seconds * 1_000_000_000 + atto / 1_000_000_000),
-                            ordering: .relaxed)
+        loadNanoseconds.add(
+            Int(clamping: seconds * 1_000_000_000 + atto / 1_000_000_000),
+            ordering: .relaxed)
     }
 
     /// The counters now (each exact; taken one after the other).
     func snapshot() -> CacheStatistics {
-        CacheStatistics(hits: hits.load(ordering: .relaxed), misses: misses.load(ordering: .relaxed),
-                        insertions: insertions.load(ordering: .relaxed),
-                        loads: loads.load(ordering: .relaxed),
-                        loadFailures: loadFailures.load(ordering: .relaxed),
-                        totalLoadTime: .nanoseconds(loadNanoseconds.load(ordering: .relaxed)))
+        CacheStatistics(
+            hits: hits.load(ordering: .relaxed), misses: misses.load(ordering: .relaxed),
+            insertions: insertions.load(ordering: .relaxed),
+            loads: loads.load(ordering: .relaxed),
+            loadFailures: loadFailures.load(ordering: .relaxed),
+            totalLoadTime: .nanoseconds(loadNanoseconds.load(ordering: .relaxed)))
     }
 
     /// Sets every counter to 0.

@@ -1,4 +1,5 @@
 import CYYCache
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -47,10 +48,13 @@ extension DiskCache {
     ///
     /// The corresponding C function is `yyc_diskcache_set_with_filename_and_ttl`.
     @_disfavoredOverload
-    public func setData(_ data: Data, forKey key: String, extendedData: Data? = nil,
-                        timeToLive: Duration?) throws {
-        try store(data, forKey: key, extendedData: extendedData,
-                  timeToLive: Self.ttlSeconds(timeToLive))
+    public func setData(
+        _ data: Data, forKey key: String, extendedData: Data? = nil,
+        timeToLive: Duration?
+    ) throws {
+        try store(
+            data, forKey: key, extendedData: extendedData,
+            timeToLive: Self.ttlSeconds(timeToLive))
     }
 
     /// Stores `value` for `key`, encoded with ``coder``, with its own time to live, like
@@ -66,8 +70,10 @@ extension DiskCache {
     ///
     /// The corresponding C function is `yyc_diskcache_set_with_filename_and_ttl`.
     @_disfavoredOverload
-    public func setValue<T: Encodable>(_ value: T, forKey key: String, extendedData: Data? = nil,
-                                       timeToLive: Duration?) throws {
+    public func setValue<T: Encodable>(
+        _ value: T, forKey key: String, extendedData: Data? = nil,
+        timeToLive: Duration?
+    ) throws {
         try setData(encode(value), forKey: key, extendedData: extendedData, timeToLive: timeToLive)
     }
 
@@ -97,8 +103,10 @@ extension DiskCache {
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     ///
     /// The corresponding C function is `yyc_diskcache_set_with_filename_and_ttl`.
-    public func setData(_ data: Data, forKey key: String, extendedData: Data? = nil,
-                        timeToLive: Duration?) async throws {
+    public func setData(
+        _ data: Data, forKey key: String, extendedData: Data? = nil,
+        timeToLive: Duration?
+    ) async throws {
         try await onDiskQueue {
             try self.setData(data, forKey: key, extendedData: extendedData, timeToLive: timeToLive)
         }
@@ -116,8 +124,10 @@ extension DiskCache {
     ///   ``CacheError/Code/encoding``).
     ///
     /// The corresponding C function is `yyc_diskcache_set_with_filename_and_ttl`.
-    public func setValue<T: Encodable>(_ value: T, forKey key: String, extendedData: Data? = nil,
-                                       timeToLive: Duration?) async throws {
+    public func setValue<T: Encodable>(
+        _ value: T, forKey key: String, extendedData: Data? = nil,
+        timeToLive: Duration?
+    ) async throws {
         try Task.checkCancellation()
         let data = try encode(value)
         try await setData(data, forKey: key, extendedData: extendedData, timeToLive: timeToLive)

@@ -1,4 +1,5 @@
 import CYYCache
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else

@@ -1,4 +1,5 @@
 import CYYCache
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -30,8 +31,10 @@ extension DiskCache {
     ///
     /// The corresponding C functions are `yyc_diskcache_get_or_load` (blocking) and
     /// `yyc_diskcache_count_load`.
-    public func value<T: Codable & Sendable>(_ type: T.Type, forKey key: String,
-                                             orLoad load: @Sendable @escaping () async throws -> T)
+    public func value<T: Codable & Sendable>(
+        _ type: T.Type, forKey key: String,
+        orLoad load: @Sendable @escaping () async throws -> T
+    )
         async throws -> T
     {
         if let value = try await value(type, forKey: key) { return value }

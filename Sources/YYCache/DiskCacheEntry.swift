@@ -23,8 +23,10 @@ public struct DiskCacheEntry: Sendable, Equatable {
     public var filename: String?
 
     /// An entry with these fields.
-    public init(key: String, size: Int, modificationDate: Date, lastAccessDate: Date,
-                expirationDate: Date? = nil, filename: String? = nil) {
+    public init(
+        key: String, size: Int, modificationDate: Date, lastAccessDate: Date,
+        expirationDate: Date? = nil, filename: String? = nil
+    ) {
         self.key = key
         self.size = size
         self.modificationDate = modificationDate

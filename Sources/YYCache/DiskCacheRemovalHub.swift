@@ -43,8 +43,9 @@ final class DiskCacheRemovalHub: Sendable {
     func set(_ newValue: (@Sendable (String, CacheRemovalCause) -> Void)?, on core: OpaquePointer) {
         handler.withLock { $0 = newValue }
         if newValue != nil {
-            yyc_diskcache_set_removal_listener(core, diskCacheRemovalListener,
-                                               Unmanaged.passUnretained(self).toOpaque())
+            yyc_diskcache_set_removal_listener(
+                core, diskCacheRemovalListener,
+                Unmanaged.passUnretained(self).toOpaque())
         } else {
             yyc_diskcache_set_removal_listener(core, nil, nil)
         }
@@ -58,8 +59,10 @@ final class DiskCacheRemovalHub: Sendable {
 
 /// The C removal listener: runs with no lock of the core held, on the removing call's thread
 /// or on the background worker (auto-trim).
-private func diskCacheRemovalListener(_ ctx: UnsafeMutableRawPointer?, _ key: UnsafePointer<CChar>?,
-                                      _ cause: yyc_removal_cause) {
+private func diskCacheRemovalListener(
+    _ ctx: UnsafeMutableRawPointer?, _ key: UnsafePointer<CChar>?,
+    _ cause: yyc_removal_cause
+) {
     guard let ctx, let key else { return }
     Unmanaged<DiskCacheRemovalHub>.fromOpaque(ctx).takeUnretainedValue()
         .deliver(String(cString: key), CacheRemovalCause(cValue: cause))

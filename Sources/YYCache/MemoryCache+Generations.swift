@@ -28,8 +28,10 @@ extension MemoryCache {
     /// `timeToLive`: seconds (`.infinity`: never), or `nil` for ``defaultTimeToLive``; with one,
     /// the C functions are the `_with_ttl` twins.
     @discardableResult
-    func setValue(_ value: Value, forKey key: Key, cost: Int, ifGeneration generation: UInt64,
-                  timeToLive: Double? = nil) -> Bool {
+    func setValue(
+        _ value: Value, forKey key: Key, cost: Int, ifGeneration generation: UInt64,
+        timeToLive: Double? = nil
+    ) -> Bool {
         let cCost = cost > 0 ? cost : 0
         let handle = self.handle
         var stored = false

@@ -1,5 +1,6 @@
 import CYYCache
 import Dispatch
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else

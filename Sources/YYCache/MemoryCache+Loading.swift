@@ -29,7 +29,8 @@ extension MemoryCache {
                         handle, $0.baseAddress, $0.count, bytes, memoryCacheLoaded, context, blocking, &flight)
                 }
                 // A hit copied the value into our buffer (a copy we own).
-                start = status == 0 ? .hit(bytes.assumingMemoryBound(to: Value.self).move()) : Self.started(status, flight)
+                start =
+                    status == 0 ? .hit(bytes.assumingMemoryBound(to: Value.self).move()) : Self.started(status, flight)
             }
         } else {
             var out: UnsafeMutableRawPointer?
@@ -58,7 +59,8 @@ extension MemoryCache {
         let handle = self.handle
         let cCost = cost > 0 ? cost : 0
         let (seconds, attoseconds) = took.components
-        let nanoseconds = UInt64(clamping: max(0, seconds)) &* 1_000_000_000 &+ UInt64(clamping: max(0, attoseconds / 1_000_000_000))
+        let nanoseconds =
+            UInt64(clamping: max(0, seconds)) &* 1_000_000_000 &+ UInt64(clamping: max(0, attoseconds / 1_000_000_000))
         switch result {
         case .success(let value):
             if Self.storesValuesInline {

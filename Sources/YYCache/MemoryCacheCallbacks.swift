@@ -1,6 +1,7 @@
 import CYYCache
 import Dispatch
 import Synchronization
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else

@@ -17,27 +17,27 @@ protocol DiskSystem: AnyObject {
 }
 
 #if !YYCB_NO_DISKCACHE
-final class DiskCacheSystem: DiskSystem {
-    static var id: String { "swift-diskcache" }
-    static var name: String { "Swift DiskCache" }
-    let cache: DiskCache
-    init(dir: String) throws { cache = try DiskCache(path: dir) }
-    func put(_ key: String, _ value: Data) throws { try cache.setData(value, forKey: key) }
-    func get(_ key: String) throws -> Bool { try cache.data(forKey: key) != nil }
-    func close() { cache.close() }
-}
+    final class DiskCacheSystem: DiskSystem {
+        static var id: String { "swift-diskcache" }
+        static var name: String { "Swift DiskCache" }
+        let cache: DiskCache
+        init(dir: String) throws { cache = try DiskCache(path: dir) }
+        func put(_ key: String, _ value: Data) throws { try cache.setData(value, forKey: key) }
+        func get(_ key: String) throws -> Bool { try cache.data(forKey: key) != nil }
+        func close() { cache.close() }
+    }
 #endif
 
 #if !YYCB_NO_CACHE
-final class CacheSystem: DiskSystem {
-    static var id: String { "swift-cache" }
-    static var name: String { "Swift Cache (memory+disk)" }
-    let cache: Cache<Data>
-    init(dir: String) throws { cache = try Cache<Data>(path: dir) }
-    func put(_ key: String, _ value: Data) throws { try cache.setValue(value, forKey: key) }
-    func get(_ key: String) throws -> Bool { try cache.value(forKey: key) != nil }
-    func close() { cache.diskCache.close() }
-}
+    final class CacheSystem: DiskSystem {
+        static var id: String { "swift-cache" }
+        static var name: String { "Swift Cache (memory+disk)" }
+        let cache: Cache<Data>
+        init(dir: String) throws { cache = try Cache<Data>(path: dir) }
+        func put(_ key: String, _ value: Data) throws { try cache.setValue(value, forKey: key) }
+        func get(_ key: String) throws -> Bool { try cache.value(forKey: key) != nil }
+        func close() { cache.diskCache.close() }
+    }
 #endif
 
 final class FilePerKeySystem: DiskSystem {
@@ -99,7 +99,9 @@ func runDisk<S: DiskSystem>(_: S.Type, group: String, large: Bool) {
             s[4].record(rep: rep, ops: n, seconds: now() - t0)
             c.close()
         } catch {
-            emitNotAvailable(group: group, id: S.id, system: S.name, reason: "failed: \(error)".replacingOccurrences(of: "\"", with: "'"))
+            emitNotAvailable(
+                group: group, id: S.id, system: S.name,
+                reason: "failed: \(error)".replacingOccurrences(of: "\"", with: "'"))
             try? fm.removeItem(atPath: dir)
             return
         }
@@ -113,18 +115,22 @@ func runDisk<S: DiskSystem>(_: S.Type, group: String, large: Bool) {
 
 func benchDisk(group: String, large: Bool) {
     #if !YYCB_NO_DISKCACHE
-    runDisk(DiskCacheSystem.self, group: group, large: large)
+        runDisk(DiskCacheSystem.self, group: group, large: large)
     #else
-    if opt.wanted("swift-diskcache") {
-        emitNotAvailable(group: group, id: "swift-diskcache", system: "Swift DiskCache", reason: "DiskCache not in the YYCache module yet")
-    }
+        if opt.wanted("swift-diskcache") {
+            emitNotAvailable(
+                group: group, id: "swift-diskcache", system: "Swift DiskCache",
+                reason: "DiskCache not in the YYCache module yet")
+        }
     #endif
     #if !YYCB_NO_CACHE
-    runDisk(CacheSystem.self, group: group, large: large)
+        runDisk(CacheSystem.self, group: group, large: large)
     #else
-    if opt.wanted("swift-cache") {
-        emitNotAvailable(group: group, id: "swift-cache", system: "Swift Cache (memory+disk)", reason: "Cache not in the YYCache module yet")
-    }
+        if opt.wanted("swift-cache") {
+            emitNotAvailable(
+                group: group, id: "swift-cache", system: "Swift Cache (memory+disk)",
+                reason: "Cache not in the YYCache module yet")
+        }
     #endif
     runDisk(FilePerKeySystem.self, group: group, large: large)
 }

@@ -50,7 +50,7 @@ final class MemoryCacheSystem<Key: BenchKey & CacheKey>: MemSystem {
     init() {}
     @inline(__always) func set(_ key: Key, _ value: Data) { cache.setValue(value, forKey: key) }
     @inline(__always) func get(_ key: Key) -> Int { cache.value(forKey: key)?.count ?? -1 }
-    func clear(_ keys: [Key]) { for k in keys { cache.removeValue(forKey: k) } } // as YY: one by one
+    func clear(_ keys: [Key]) { for k in keys { cache.removeValue(forKey: k) } }  // as YY: one by one
 }
 
 /// An eviction policy of a ``MemoryCachePolicySystem``.
@@ -100,14 +100,22 @@ final class DictNSLockSystem<Key: BenchKey>: MemSystem, @unchecked Sendable {
     var dict: [Key: Data] = [:]
     let lock = NSLock()
     init() {}
-    @inline(__always) func set(_ key: Key, _ value: Data) { lock.lock(); dict[key] = value; lock.unlock() }
+    @inline(__always) func set(_ key: Key, _ value: Data) {
+        lock.lock()
+        dict[key] = value
+        lock.unlock()
+    }
     @inline(__always) func get(_ key: Key) -> Int {
         lock.lock()
         let r = dict[key]?.count ?? -1
         lock.unlock()
         return r
     }
-    func clear(_ keys: [Key]) { lock.lock(); dict.removeAll(keepingCapacity: true); lock.unlock() }
+    func clear(_ keys: [Key]) {
+        lock.lock()
+        dict.removeAll(keepingCapacity: true)
+        lock.unlock()
+    }
 }
 
 final class NSCacheSystem<Key: BenchKey>: MemSystem, @unchecked Sendable {
@@ -125,12 +133,14 @@ final class NSCacheSystem<Key: BenchKey>: MemSystem, @unchecked Sendable {
 func runMemory<S: MemSystem>(_: S.Type, group: String) {
     guard opt.wanted(S.id) else { return }
     let n = opt.keys
-    let keys = (0..<(2 * n)).map { S.makeKey($0) } // n..2n-1 are never set: misses
+    let keys = (0..<(2 * n)).map { S.makeKey($0) }  // n..2n-1 are never set: misses
     let values = (0..<n).map { S.makeValue($0) }
     let random = shuffled(n, seed: opt.seed &+ seedRandomOrder)
     let mix = shuffled(2 * n, seed: opt.seed &+ seedMissOrder)
-    var s = [Series("set_fresh"), Series("set_noresize"), Series("get_seq"), Series("get_random"),
-             Series("get_miss50")]
+    var s = [
+        Series("set_fresh"), Series("set_noresize"), Series("get_seq"), Series("get_random"),
+        Series("get_miss50"),
+    ]
     // --phase W runs only workload W (for profiling): the cache is then built once unless W is
     // one of the sets.
     let want = s.map { opt.phase == nil || opt.phase == $0.workload }
@@ -170,7 +180,7 @@ func runMemory<S: MemSystem>(_: S.Type, group: String) {
         }
     }
     cache = nil
-    if sink == 42 { emitLine("") } // keep the reads
+    if sink == 42 { emitLine("") }  // keep the reads
     for (series, w) in zip(s, want) where w { emit(group: group, id: S.id, system: S.name, series) }
 }
 
@@ -182,7 +192,6 @@ func benchMemory<Key: BenchKey & CacheKey>(_: Key.Type, group: String) {
     runMemory(DictNSLockSystem<Key>.self, group: group)
     runMemory(NSCacheSystem<Key>.self, group: group)
 }
-
 
 // ---- mixed 90/10 Zipf, string keys, 1 and N threads ----
 
@@ -203,7 +212,8 @@ func runMixed<S: MemSystem>(_: S.Type, ops: [[(key: Int, set: Bool)]]) {
         for rep in 0..<(opt.warmup + opt.reps) {
             let seconds = runThreads(k) { t in
                 let c = box.value
-                let keys = keys.value, values = values.value
+                let keys = keys.value
+                let values = values.value
                 var sink = 0
                 for op in opsBox.value[t] {
                     if op.set { c.set(keys[op.key], values[op.key]) } else { sink &+= c.get(keys[op.key]) }
@@ -237,7 +247,9 @@ func footprint<S: MemSystem>(_: S.Type, keytype: String) {
     for i in 0..<n { c.set(keys[i], values[i]) }
     let after = rssBytes()
     let per = Double(after - before) / Double(n)
-    emitLine(#"{"group":"footprint","id":"\#(S.id)","system":"\#(S.name)","lang":"swift","keytype":"\#(keytype)","entries":\#(n),"rss_growth":\#(after - before),"bytes_per_entry":\#(String(format: "%.1f", per)),"key_bytes_per_entry":\#(String(format: "%.2f", Double(keyBytes) / Double(n))),"value_bytes_per_entry":4}"#)
+    emitLine(
+        #"{"group":"footprint","id":"\#(S.id)","system":"\#(S.name)","lang":"swift","keytype":"\#(keytype)","entries":\#(n),"rss_growth":\#(after - before),"bytes_per_entry":\#(String(format: "%.1f", per)),"key_bytes_per_entry":\#(String(format: "%.2f", Double(keyBytes) / Double(n))),"value_bytes_per_entry":4}"#
+    )
     withExtendedLifetime(c) {}
     withExtendedLifetime(keys) {}
     withExtendedLifetime(values) {}

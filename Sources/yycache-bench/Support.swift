@@ -4,16 +4,16 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Options {
-    var group = "" // empty: every group but footprint
+    var group = ""  // empty: every group but footprint
     var systems: Set<String>? = nil
     var system: String? = nil
     var keytype = "str"
     var dir: String? = nil
-    var phase: String? = nil // memory groups: run only this workload (profiling)
+    var phase: String? = nil  // memory groups: run only this workload (profiling)
     var keys = 200_000
     var diskKeys = 1_000
     var opsPerThread = 200_000
@@ -29,21 +29,30 @@ struct Options {
 nonisolated(unsafe) var opt = Options()
 
 func usage() -> Never {
-    FileHandle.standardError.write(Data("""
-        usage: yycache-bench [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|async|footprint]
-               [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]
-               [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]
-               [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)
+    FileHandle.standardError.write(
+        Data(
+            """
+            usage: yycache-bench [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|async|footprint]
+                   [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]
+                   [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]
+                   [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)
 
-        """.utf8))
+            """.utf8))
     exit(2)
 }
 
 func parseOptions() {
     var args = CommandLine.arguments.dropFirst()
-    func int(_ v: String) -> Int { guard let n = Int(v) else { usage() }; return n }
-    if args.contains("--quick") { // a smoke run of seconds; explicit sizes still win
-        opt.keys = 10_000; opt.diskKeys = 50; opt.opsPerThread = 20_000; opt.reps = 2; opt.warmup = 0
+    func int(_ v: String) -> Int {
+        guard let n = Int(v) else { usage() }
+        return n
+    }
+    if args.contains("--quick") {  // a smoke run of seconds; explicit sizes still win
+        opt.keys = 10_000
+        opt.diskKeys = 50
+        opt.opsPerThread = 20_000
+        opt.reps = 2
+        opt.warmup = 0
     }
     while let a = args.popFirst() {
         if a == "--quick" { continue }
@@ -61,7 +70,9 @@ func parseOptions() {
         case "--threads": opt.threads = int(v)
         case "--dir": opt.dir = v
         case "--phase": opt.phase = v
-        case "--seed": guard let s = UInt64(v) else { usage() }; opt.seed = s
+        case "--seed":
+            guard let s = UInt64(v) else { usage() }
+            opt.seed = s
         default: usage()
         }
     }
@@ -120,7 +131,8 @@ func zipfOps(n: Int, count: Int, seed: UInt64) -> [(key: Int, set: Bool)] {
     ops.reserveCapacity(count)
     for _ in 0..<count {
         let u = r.unit()
-        var lo = 0, hi = n - 1
+        var lo = 0
+        var hi = n - 1
         while lo < hi {
             let mid = (lo + hi) / 2
             if cdf[mid] < u { lo = mid + 1 } else { hi = mid }
@@ -157,11 +169,15 @@ func emitLine(_ s: String) {
 
 func emit(group: String, id: String, system: String, _ s: Series) {
     let samples = s.samples.map { String(format: "%.1f", $0) }.joined(separator: ",")
-    emitLine(#"{"group":"\#(group)","workload":"\#(s.workload)","id":"\#(id)","system":"\#(system)","lang":"swift","ops":\#(s.ops),"samples":[\#(samples)]}"#)
+    emitLine(
+        #"{"group":"\#(group)","workload":"\#(s.workload)","id":"\#(id)","system":"\#(system)","lang":"swift","ops":\#(s.ops),"samples":[\#(samples)]}"#
+    )
 }
 
 func emitNotAvailable(group: String, id: String, system: String, reason: String) {
-    emitLine(#"{"group":"\#(group)","id":"\#(id)","system":"\#(system)","lang":"swift","available":false,"reason":"\#(reason)"}"#)
+    emitLine(
+        #"{"group":"\#(group)","id":"\#(id)","system":"\#(system)","lang":"swift","available":false,"reason":"\#(reason)"}"#
+    )
 }
 
 func rssBytes() -> Int {

@@ -150,10 +150,8 @@ static void repair_stray(sqlite3 *db, int data_fd, cli_problem *p) {
     const char *name = p->stray_name;
     struct stat st;
     if (fstatat(data_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
-        if (errno == ENOENT)
-            resolved(p, "gone meanwhile");
-        else
-            not_fixed(p, strerror(errno));
+        if (errno == ENOENT) resolved(p, "gone meanwhile");
+        else not_fixed(p, strerror(errno));
         return;
     }
     if (strncmp(name, CLI_TEMP_PREFIX, strlen(CLI_TEMP_PREFIX)) == 0 &&
@@ -163,20 +161,15 @@ static void repair_stray(sqlite3 *db, int data_fd, cli_problem *p) {
     }
     int named = row_names_file(db, name);
     if (named != 0) {
-        if (named < 0)
-            not_fixed(p, "cannot read manifest.sqlite");
-        else
-            resolved(p, "a row names it now");
+        if (named < 0) not_fixed(p, "cannot read manifest.sqlite");
+        else resolved(p, "a row names it now");
         return;
     }
     int err = S_ISDIR(st.st_mode) ? remove_tree_at(data_fd, name, 0)
                                   : (unlinkat(data_fd, name, 0) == 0 ? 0 : errno);
-    if (err == 0)
-        p->outcome = REPAIR_DELETED;
-    else if (err == ENOENT)
-        resolved(p, "gone meanwhile");
-    else
-        not_fixed(p, strerror(err));
+    if (err == 0) p->outcome = REPAIR_DELETED;
+    else if (err == ENOENT) resolved(p, "gone meanwhile");
+    else not_fixed(p, strerror(err));
 }
 
 /* ---- rows ---- */
@@ -287,16 +280,14 @@ static void repair_data_folder(int root_fd, int *data_fd, cli_problem *p) {
     }
     struct stat st;
     if (fstatat(root_fd, "data", &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
-        unlinkat(root_fd, "data", 0) != 0)
-        {
-            not_fixed(p, strerror(errno));
-            return;
-        }
-    if (mkdirat(root_fd, "data", 0700) != 0 && errno != EEXIST)
-        {
-            not_fixed(p, strerror(errno));
-            return;
-        }
+        unlinkat(root_fd, "data", 0) != 0) {
+        not_fixed(p, strerror(errno));
+        return;
+    }
+    if (mkdirat(root_fd, "data", 0700) != 0 && errno != EEXIST) {
+        not_fixed(p, strerror(errno));
+        return;
+    }
     *data_fd = openat(root_fd, "data", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (*data_fd < 0) {
         not_fixed(p, strerror(errno));
@@ -333,18 +324,11 @@ bool repair_problems(const char *path, cli_verify *v) {
         int data_fd = openat(root_fd, "data", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         int data_err = data_fd < 0 ? errno : 0;
         switch (p->kind) {
-        case PROBLEM_DATA_NOT_FOLDER:
-            repair_data_folder(root_fd, &data_fd, p);
-            break;
-        case PROBLEM_STRAY_FILE:
-            repair_stray(db, data_fd, p);
-            break;
+        case PROBLEM_DATA_NOT_FOLDER: repair_data_folder(root_fd, &data_fd, p); break;
+        case PROBLEM_STRAY_FILE: repair_stray(db, data_fd, p); break;
         case PROBLEM_MISSING_FILE:
-        case PROBLEM_SIZE_MISMATCH:
-            repair_row(db, data_fd, data_err, p);
-            break;
-        case PROBLEM_INVALID_FILENAME:
-            break;
+        case PROBLEM_SIZE_MISMATCH: repair_row(db, data_fd, data_err, p); break;
+        case PROBLEM_INVALID_FILENAME: break;
         }
         if (data_fd >= 0) close(data_fd);
         unlock_folder(root_fd);

@@ -115,8 +115,7 @@ static int library_error(const char *path, const char *what, int status) {
     yyc_last_error(&e);
     if (e.code == status && e.message[0])
         cli_error(path, "%s: %s (%s)", what, yyc_strerror(status), e.message);
-    else
-        cli_error(path, "%s: %s", what, yyc_strerror(status));
+    else cli_error(path, "%s: %s", what, yyc_strerror(status));
     return EXIT_ERROR;
 }
 
@@ -167,10 +166,8 @@ static void print_json_key_fields(FILE *out, const char *key, size_t len) {
 }
 
 static void print_json_int_or_null(FILE *out, bool present, int64_t v) {
-    if (present)
-        fprintf(out, "%lld", (long long)v);
-    else
-        fputs("null", out);
+    if (present) fprintf(out, "%lld", (long long)v);
+    else fputs("null", out);
 }
 
 /* Reads a whole stream into memory. Returns false with errno set on failure. */
@@ -216,14 +213,9 @@ static int cmd_stats(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'b':
-            exact = true;
-            break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        case 'j': json = true; break;
+        case 'b': exact = true; break;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
@@ -299,28 +291,19 @@ static int cmd_ls(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":hn:", opts)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'b':
-            exact = true;
-            break;
+        case 'j': json = true; break;
+        case 'b': exact = true; break;
         case 'n':
             if (!parse_count(optarg, &limit))
                 return usage_error(argv[0], "bad --limit '%s' (a count expected)", optarg);
             break;
         case 's':
-            if (strcmp(optarg, "key") == 0)
-                sort = SORT_KEY;
-            else if (strcmp(optarg, "access") == 0)
-                sort = SORT_ACCESS;
-            else if (strcmp(optarg, "size") == 0)
-                sort = SORT_SIZE;
-            else
-                return usage_error(argv[0], "bad --sort '%s' (access, size or key)", optarg);
+            if (strcmp(optarg, "key") == 0) sort = SORT_KEY;
+            else if (strcmp(optarg, "access") == 0) sort = SORT_ACCESS;
+            else if (strcmp(optarg, "size") == 0) sort = SORT_SIZE;
+            else return usage_error(argv[0], "bad --sort '%s' (access, size or key)", optarg);
             break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
@@ -338,10 +321,8 @@ static int cmd_ls(int argc, char **argv) {
             print_json_key_fields(stdout, r->key, r->key_len);
             printf(", \"size\": %lld, \"storage\": \"%s\", \"filename\": ", (long long)r->size,
                    r->filename ? "file" : "inline");
-            if (r->filename)
-                print_json_string(stdout, r->filename, r->filename_len);
-            else
-                fputs("null", stdout);
+            if (r->filename) print_json_string(stdout, r->filename, r->filename_len);
+            else fputs("null", stdout);
             printf(", \"modification_time\": %lld, \"last_access_time\": %lld, "
                    "\"extended_data_size\": %lld, \"expiry_time_ms\": ",
                    (long long)r->modification_time, (long long)r->last_access_time,
@@ -350,15 +331,13 @@ static int cmd_ls(int argc, char **argv) {
             printf(", \"expired\": %s}", r->expiry_ms && r->expiry_ms <= now ? "true" : "false");
         } else {
             char b1[32], b2[32], b3[32];
-            const char *expiry = !r->expiry_ms            ? "never"
-                                 : r->expiry_ms <= now    ? "expired"
-                                                          : fmt_time(r->expiry_ms / 1000, b3);
+            const char *expiry = !r->expiry_ms         ? "never"
+                                 : r->expiry_ms <= now ? "expired"
+                                                       : fmt_time(r->expiry_ms / 1000, b3);
             printf("%10s  %s  %-19s  %-6s  ", fmt_size(r->size, exact, b1),
                    fmt_time(r->last_access_time, b2), expiry, r->filename ? "file" : "inline");
-            if (r->key)
-                print_key(stdout, r->key, r->key_len, false);
-            else
-                fputs("(null key)", stdout);
+            if (r->key) print_key(stdout, r->key, r->key_len, false);
+            else fputs("(null key)", stdout);
             fputc('\n', stdout);
         }
     }
@@ -379,11 +358,8 @@ static int cmd_get(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":ho:", opts)) != -1) {
         switch (c) {
-        case 'o':
-            output = optarg;
-            break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        case 'o': output = optarg; break;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 2) return usage_error(argv[0], "expected PATH and KEY");
@@ -501,9 +477,12 @@ static int cmd_rm(int argc, char **argv) {
 
 static int cmd_trim(int argc, char **argv) {
     static const struct option opts[] = {
-        {"count", required_argument, NULL, 'c'}, {"size", required_argument, NULL, 's'},
-        {"age", required_argument, NULL, 'a'},   {"bytes", no_argument, NULL, 'b'},
-        {"expired", no_argument, NULL, 'e'},     {"help", no_argument, NULL, 'h'},
+        {"count", required_argument, NULL, 'c'},
+        {"size", required_argument, NULL, 's'},
+        {"age", required_argument, NULL, 'a'},
+        {"bytes", no_argument, NULL, 'b'},
+        {"expired", no_argument, NULL, 'e'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     int64_t count = -1, size = -1, age = -1;
@@ -511,12 +490,8 @@ static int cmd_trim(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
-        case 'b':
-            exact = true;
-            break;
-        case 'e':
-            expired = true;
-            break;
+        case 'b': exact = true; break;
+        case 'e': expired = true; break;
         case 'c':
             if (!parse_count(optarg, &count))
                 return usage_error(argv[0], "bad --count '%s' (a count expected)", optarg);
@@ -529,8 +504,7 @@ static int cmd_trim(int argc, char **argv) {
             if (!parse_duration(optarg, &age))
                 return usage_error(argv[0], "bad --age '%s' (seconds, or 30m, 12h, 7d)", optarg);
             break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
@@ -596,10 +570,8 @@ static int cmd_clear(int argc, char **argv) {
 /* ---- verify ---- */
 
 static const char *const problem_names[] = {
-    [PROBLEM_DATA_NOT_FOLDER] = "data_not_a_folder",
-    [PROBLEM_MISSING_FILE] = "missing_file",
-    [PROBLEM_SIZE_MISMATCH] = "size_mismatch",
-    [PROBLEM_STRAY_FILE] = "stray_file",
+    [PROBLEM_DATA_NOT_FOLDER] = "data_not_a_folder", [PROBLEM_MISSING_FILE] = "missing_file",
+    [PROBLEM_SIZE_MISMATCH] = "size_mismatch",       [PROBLEM_STRAY_FILE] = "stray_file",
     [PROBLEM_INVALID_FILENAME] = "invalid_filename",
 };
 
@@ -627,10 +599,8 @@ static void print_problem_json(const cli_problem *p) {
     if (r) {
         print_json_key_fields(stdout, r->key, r->key_len);
         fputs(", \"filename\": ", stdout);
-        if (r->filename)
-            print_json_string(stdout, r->filename, r->filename_len);
-        else
-            fputs("null", stdout);
+        if (r->filename) print_json_string(stdout, r->filename, r->filename_len);
+        else fputs("null", stdout);
         printf(", \"size\": %lld", (long long)r->size);
         if (p->kind == PROBLEM_SIZE_MISMATCH)
             printf(", \"actual_size\": %lld", (long long)p->actual_size);
@@ -665,21 +635,13 @@ static void print_problem_human(const cli_problem *p, bool exact) {
         if (!p->stray_is_dir) printf(" (%s)", fmt_size(p->actual_size, exact, b));
         printf(" has no row");
         break;
-    case PROBLEM_MISSING_FILE:
-        printf("missing file: ");
-        break;
-    case PROBLEM_SIZE_MISMATCH:
-        printf("size mismatch: ");
-        break;
-    case PROBLEM_INVALID_FILENAME:
-        printf("invalid file name: ");
-        break;
+    case PROBLEM_MISSING_FILE: printf("missing file: "); break;
+    case PROBLEM_SIZE_MISMATCH: printf("size mismatch: "); break;
+    case PROBLEM_INVALID_FILENAME: printf("invalid file name: "); break;
     }
     if (r) {
-        if (r->key)
-            print_key(stdout, r->key, r->key_len, true);
-        else
-            fputs("(null key)", stdout);
+        if (r->key) print_key(stdout, r->key, r->key_len, true);
+        else fputs("(null key)", stdout);
         if (r->filename) {
             printf(" -> data/");
             print_key(stdout, r->filename, r->filename_len, false);
@@ -690,28 +652,15 @@ static void print_problem_human(const cli_problem *p, bool exact) {
             printf(": the manifest says %lld %s, the %s has %lld", (long long)r->size,
                    plural(r->size, "byte", "bytes"), r->filename ? "file" : "inline data",
                    (long long)p->actual_size);
-        else if (p->kind == PROBLEM_MISSING_FILE)
-            printf(" (%s)", fmt_size(r->size, exact, b));
+        else if (p->kind == PROBLEM_MISSING_FILE) printf(" (%s)", fmt_size(r->size, exact, b));
     }
     switch (p->outcome) {
-    case REPAIR_NONE:
-        printf("\n");
-        break;
-    case REPAIR_DELETED:
-        printf(": fixed (deleted)\n");
-        break;
-    case REPAIR_ROW_REMOVED:
-        printf(": fixed (row removed)\n");
-        break;
-    case REPAIR_REPLACED:
-        printf(": fixed (replaced by an empty folder)\n");
-        break;
-    case REPAIR_RESOLVED:
-        printf(": left alone (%s)\n", p->reason);
-        break;
-    case REPAIR_NOT_FIXED:
-        printf(": NOT fixed (%s)\n", p->reason ? p->reason : "?");
-        break;
+    case REPAIR_NONE: printf("\n"); break;
+    case REPAIR_DELETED: printf(": fixed (deleted)\n"); break;
+    case REPAIR_ROW_REMOVED: printf(": fixed (row removed)\n"); break;
+    case REPAIR_REPLACED: printf(": fixed (replaced by an empty folder)\n"); break;
+    case REPAIR_RESOLVED: printf(": left alone (%s)\n", p->reason); break;
+    case REPAIR_NOT_FIXED: printf(": NOT fixed (%s)\n", p->reason ? p->reason : "?"); break;
     }
 }
 
@@ -739,17 +688,10 @@ static int cmd_verify(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
-        case 'r':
-            repair_mode = true;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'b':
-            exact = true;
-            break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        case 'r': repair_mode = true; break;
+        case 'j': json = true; break;
+        case 'b': exact = true; break;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
@@ -784,14 +726,12 @@ static int cmd_verify(int argc, char **argv) {
         }
         fputs(v.problem_count ? "\n]}\n" : "]}\n", stdout);
     } else {
-        for (size_t i = 0; i < v.problem_count; i++)
-            print_problem_human(&v.problems[i], exact);
+        for (size_t i = 0; i < v.problem_count; i++) print_problem_human(&v.problems[i], exact);
         size_t n = v.problem_count, resolved = n - left - fixed;
         printf("%zu %s, %zu %s in data/: ", v.rows.count,
                plural((int64_t)v.rows.count, "row", "rows"), v.files_checked,
                entries((int64_t)v.files_checked));
-        if (n == 0)
-            printf("no problems\n");
+        if (n == 0) printf("no problems\n");
         else if (repair_mode)
             printf("%zu %s: %zu fixed, %zu left alone (no longer a problem), %zu not fixed\n", n,
                    plural((int64_t)n, "problem", "problems"), fixed, resolved, left);
@@ -820,14 +760,9 @@ static int cmd_vacuum(int argc, char **argv) {
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
-        case 'j':
-            json = true;
-            break;
-        case 'b':
-            exact = true;
-            break;
-        default:
-            return c == 'h' ? EXIT_OK : EXIT_ERROR;
+        case 'j': json = true; break;
+        case 'b': exact = true; break;
+        default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
@@ -841,8 +776,8 @@ static int cmd_vacuum(int argc, char **argv) {
         print_json_string(stdout, path, strlen(path));
         printf(", \"manifest_size_before\": %lld, \"manifest_size_after\": %lld, "
                "\"wal_size_before\": %lld, \"wal_size_after\": %lld, \"wal_kept\": %s}\n",
-               (long long)z.manifest_before, (long long)z.manifest_after,
-               (long long)z.wal_before, (long long)z.wal_after, z.wal_kept ? "true" : "false");
+               (long long)z.manifest_before, (long long)z.manifest_after, (long long)z.wal_before,
+               (long long)z.wal_after, z.wal_kept ? "true" : "false");
         return EXIT_OK;
     }
     char b1[32], b2[32];

@@ -123,8 +123,7 @@ static char *file_uri(const char *db_path, const char *query) {
         if ((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
             strchr("/-._~", *s))
             *p++ = (char)*s;
-        else
-            p += sprintf(p, "%%%02X", *s);
+        else p += sprintf(p, "%%%02X", *s);
     }
     strcpy(p, query);
     return uri;
@@ -233,8 +232,7 @@ static bool ro_open(const char *path, bool allow_immutable, ro_conn *c) {
         sqlite3_db_config(c->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, (int *)NULL);
         if (schema_is_cache(c->db, why, sizeof why, &rc)) return true;
     }
-    if (why[0])
-        snprintf(read_error, sizeof read_error, "not a cache folder (%s)", why);
+    if (why[0]) snprintf(read_error, sizeof read_error, "not a cache folder (%s)", why);
     else if ((rc & 0xff) == SQLITE_NOTADB)
         read_failed("not a cache folder (manifest.sqlite is not an SQLite database)");
     else
@@ -324,8 +322,7 @@ static bool read_stats(sqlite3 *db, void *ctx) {
     if (rc != SQLITE_DONE) return sql_failed(db);
     /* Expired rows: the library's expiry column (unix ms) is in the past. A folder without the
      * column (YYKVStorage's) has none. */
-    static const char expired_sql[] =
-        "SELECT count(*) FROM manifest WHERE yyc_expiry_ms <= ?1";
+    static const char expired_sql[] = "SELECT count(*) FROM manifest WHERE yyc_expiry_ms <= ?1";
     if (sqlite3_prepare_v2(db, expired_sql, -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, now_ms());
         rc = sqlite3_step(st);
@@ -451,8 +448,7 @@ bool manifest_read_rows(const char *path, cli_sort sort, int64_t limit, cli_rows
 /* ---- verify ---- */
 
 void verify_free(cli_verify *v) {
-    for (size_t i = 0; i < v->problem_count; i++)
-        free(v->problems[i].stray_name);
+    for (size_t i = 0; i < v->problem_count; i++) free(v->problems[i].stray_name);
     free(v->problems);
     cli_rows_free(&v->rows);
     memset(v, 0, sizeof *v);
@@ -514,10 +510,8 @@ bool verify_scan(const char *path, cli_verify *out) {
         cli_problem *p = NULL;
         if (!r->filename) {
             if (r->inline_len != r->size) {
-                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH)))
-                    oom = true;
-                else
-                    p->actual_size = r->inline_len;
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
+                else p->actual_size = r->inline_len;
             }
         } else if (!yyc_kv_filename_is_valid(r->filename) ||
                    strlen(r->filename) != r->filename_len) {
@@ -529,10 +523,8 @@ bool verify_scan(const char *path, cli_verify *out) {
                 !S_ISREG(st.st_mode)) {
                 if (!(p = add_problem(out, &cap, PROBLEM_MISSING_FILE))) oom = true;
             } else if ((int64_t)st.st_size != r->size) {
-                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH)))
-                    oom = true;
-                else
-                    p->actual_size = (int64_t)st.st_size;
+                if (!(p = add_problem(out, &cap, PROBLEM_SIZE_MISMATCH))) oom = true;
+                else p->actual_size = (int64_t)st.st_size;
             }
         }
         if (p) p->row = r;

@@ -98,20 +98,13 @@ void print_key(FILE *out, const char *bytes, size_t len, bool quoted) {
             i += n;
             continue;
         }
-        if (c == '\\')
-            fputs("\\\\", out);
-        else if (c == '"' && quoted)
-            fputs("\\\"", out);
-        else if (c == '\n')
-            fputs("\\n", out);
-        else if (c == '\r')
-            fputs("\\r", out);
-        else if (c == '\t')
-            fputs("\\t", out);
-        else if (c >= 0x20 && c < 0x7F)
-            fputc(c, out);
-        else
-            fprintf(out, "\\x%02x", c);
+        if (c == '\\') fputs("\\\\", out);
+        else if (c == '"' && quoted) fputs("\\\"", out);
+        else if (c == '\n') fputs("\\n", out);
+        else if (c == '\r') fputs("\\r", out);
+        else if (c == '\t') fputs("\\t", out);
+        else if (c >= 0x20 && c < 0x7F) fputc(c, out);
+        else fprintf(out, "\\x%02x", c);
         i++;
     }
     if (quoted) fputc('"', out);
@@ -129,33 +122,17 @@ void print_json_string(FILE *out, const char *bytes, size_t len) {
             continue;
         }
         switch (c) {
-        case '"':
-            fputs("\\\"", out);
-            break;
-        case '\\':
-            fputs("\\\\", out);
-            break;
-        case '\b':
-            fputs("\\b", out);
-            break;
-        case '\f':
-            fputs("\\f", out);
-            break;
-        case '\n':
-            fputs("\\n", out);
-            break;
-        case '\r':
-            fputs("\\r", out);
-            break;
-        case '\t':
-            fputs("\\t", out);
-            break;
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\b': fputs("\\b", out); break;
+        case '\f': fputs("\\f", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\r': fputs("\\r", out); break;
+        case '\t': fputs("\\t", out); break;
         default:
             /* Control characters, DEL, and each byte of an invalid sequence. */
-            if (c < 0x20 || c >= 0x7F)
-                fprintf(out, "\\u%04x", c);
-            else
-                fputc(c, out);
+            if (c < 0x20 || c >= 0x7F) fprintf(out, "\\u%04x", c);
+            else fputc(c, out);
         }
         i++;
     }
@@ -164,8 +141,7 @@ void print_json_string(FILE *out, const char *bytes, size_t len) {
 
 void print_json_hex(FILE *out, const char *bytes, size_t len) {
     fputc('"', out);
-    for (size_t i = 0; i < len; i++)
-        fprintf(out, "%02x", (unsigned char)bytes[i]);
+    for (size_t i = 0; i < len; i++) fprintf(out, "%02x", (unsigned char)bytes[i]);
     fputc('"', out);
 }
 
@@ -194,8 +170,7 @@ static bool parse_scaled(const char *s, const unit *units, int64_t *out) {
     double v = strtod(s, &end);
     if (errno || end == s || !isfinite(v) || v < 0) return false;
     if (strspn(s, "0123456789.") != (size_t)(end - s)) return false; /* no 0x.., 1e3 */
-    while (*end == ' ')
-        end++;
+    while (*end == ' ') end++;
     for (const unit *u = units; u->suffix; u++) {
         if (strcmp(end, u->suffix) != 0) continue;
         double r = v * u->factor;

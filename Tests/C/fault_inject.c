@@ -29,7 +29,8 @@
 
 /* --- the errors of each kind --- */
 
-#define E(...) {__VA_ARGS__}
+#define E(...) \
+    { __VA_ARGS__ }
 static const struct {
     const char *name;
     int count;
@@ -177,7 +178,13 @@ static bool point(fi_kind k, int *error) {
 }
 
 /* For libc wrappers: sets errno and evaluates to true when the point fails. */
-#define FAIL_ERRNO(k) ({ int e__; bool f__ = point((k), &e__); if (f__) errno = e__; f__; })
+#define FAIL_ERRNO(k)                \
+    ({                               \
+        int e__;                     \
+        bool f__ = point((k), &e__); \
+        if (f__) errno = e__;        \
+        f__;                         \
+    })
 
 /* --- libc --- */
 
@@ -208,13 +215,13 @@ int __real_statvfs(const char *path, struct statvfs *out);
 int __real_fstatvfs(int fd, struct statvfs *out);
 
 /* The mode argument exists only with O_CREAT or O_TMPFILE. */
-#define OPEN_MODE(flags, last)                                                                \
-    mode_t mode = 0;                                                                          \
-    if ((flags) & (O_CREAT | O_TMPFILE)) {                                                    \
-        va_list ap;                                                                           \
-        va_start(ap, last);                                                                   \
-        mode = (mode_t)va_arg(ap, int);                                                       \
-        va_end(ap);                                                                           \
+#define OPEN_MODE(flags, last)             \
+    mode_t mode = 0;                       \
+    if ((flags) & (O_CREAT | O_TMPFILE)) { \
+        va_list ap;                        \
+        va_start(ap, last);                \
+        mode = (mode_t)va_arg(ap, int);    \
+        va_end(ap);                        \
     }
 
 int __wrap_open(const char *path, int flags, ...) {
@@ -318,8 +325,7 @@ int __real_sqlite3_prepare_v3(sqlite3 *db, const char *sql, int n, unsigned flag
 int __real_sqlite3_step(sqlite3_stmt *s);
 int __real_sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, char **, char **),
                         void *ctx, char **err);
-int __real_sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *name, int mode, int *log,
-                                     int *ckpt);
+int __real_sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *name, int mode, int *log, int *ckpt);
 
 int __wrap_sqlite3_open_v2(const char *name, sqlite3 **db, int flags, const char *vfs) {
     int e;
@@ -380,8 +386,7 @@ int __wrap_sqlite3_exec(sqlite3 *db, const char *sql, int (*cb)(void *, int, cha
     }
     return __real_sqlite3_exec(db, sql, cb, ctx, err);
 }
-int __wrap_sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *name, int mode, int *log,
-                                     int *ckpt) {
+int __wrap_sqlite3_wal_checkpoint_v2(sqlite3 *db, const char *name, int mode, int *log, int *ckpt) {
     int e;
     if (point(FI_SQLITE_CHECKPOINT, &e)) return e;
     return __real_sqlite3_wal_checkpoint_v2(db, name, mode, log, ckpt);

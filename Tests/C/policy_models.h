@@ -56,8 +56,10 @@ static void model_init(policy_model *m, int policy, size_t capacity, size_t univ
 }
 
 static void model_free(policy_model *m) {
-    free(m->main.keys); free(m->main.bits);
-    free(m->small.keys); free(m->small.bits);
+    free(m->main.keys);
+    free(m->main.bits);
+    free(m->small.keys);
+    free(m->small.bits);
     free(m->ghost);
 }
 
@@ -93,13 +95,21 @@ static size_t model_count(const policy_model *m) { return m->main.n + m->small.n
 static void model_hit(policy_model *m, int key) {
     model_list *l = &m->main;
     long i = list_find(l, key);
-    if (i < 0) { l = &m->small; i = list_find(l, key); }
+    if (i < 0) {
+        l = &m->small;
+        i = list_find(l, key);
+    }
     int k;
     unsigned char b;
     switch (m->policy) {
-    case 0: list_take(l, (size_t)i, &k, &b); list_push_front(l, k, b); break;
+    case 0:
+        list_take(l, (size_t)i, &k, &b);
+        list_push_front(l, k, b);
+        break;
     case 1: l->bits[i] = 1; break;
-    case 2: if (l->bits[i] < 3) l->bits[i]++; break;
+    case 2:
+        if (l->bits[i] < 3) l->bits[i]++;
+        break;
     }
 }
 
@@ -107,7 +117,10 @@ static void model_hit(policy_model *m, int key) {
 static void model_remove(policy_model *m, int key) {
     model_list *l = &m->main;
     long i = list_find(l, key);
-    if (i < 0) { l = &m->small; i = list_find(l, key); }
+    if (i < 0) {
+        l = &m->small;
+        i = list_find(l, key);
+    }
     if (m->policy == 1 && m->has_hand && m->hand == key) { /* the hand moves toward the front */
         m->has_hand = i > 0;
         if (i > 0) m->hand = l->keys[i - 1];
@@ -142,7 +155,10 @@ static int model_evict(policy_model *m) {
         if (target < 1) target = 1;
         if (m->small.n > 0 && (m->main.n == 0 || m->small.n >= target)) {
             list_take(&m->small, m->small.n - 1, &k, &b);
-            if (b > 1) { list_push_front(&m->main, k, b); continue; }
+            if (b > 1) {
+                list_push_front(&m->main, k, b);
+                continue;
+            }
             m->ghost[m->ghost_n++] = k;
             while (m->ghost_n > m->main.n) {
                 memmove(m->ghost, m->ghost + 1, (m->ghost_n - 1) * sizeof *m->ghost);
@@ -151,7 +167,10 @@ static int model_evict(policy_model *m) {
             return k;
         }
         list_take(&m->main, m->main.n - 1, &k, &b);
-        if (b > 0) { list_push_front(&m->main, k, (unsigned char)(b - 1)); continue; }
+        if (b > 0) {
+            list_push_front(&m->main, k, (unsigned char)(b - 1));
+            continue;
+        }
         return k;
     }
 }

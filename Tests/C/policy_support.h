@@ -44,18 +44,18 @@ static inline int policy_run_groups(const struct CMUnitTest *every, size_t n_eve
     return failed;
 }
 
-#define YYC_POLICY_TEST_MAIN(every_policy, lru_only)                                        \
-    int main(int argc, char **argv) {                                                       \
+#define YYC_POLICY_TEST_MAIN(every_policy, lru_only)                                         \
+    int main(int argc, char **argv) {                                                        \
         return policy_run_groups(every_policy, sizeof every_policy / sizeof every_policy[0], \
-                                 lru_only, sizeof lru_only / sizeof lru_only[0],            \
-                                 argc > 1 ? argv[1] : NULL);                                \
+                                 lru_only, sizeof lru_only / sizeof lru_only[0],             \
+                                 argc > 1 ? argv[1] : NULL);                                 \
     }
 
 /* The same for a file whose every case is policy-independent. */
-#define YYC_EVERY_POLICY_TEST_MAIN(every_policy)                                            \
-    int main(int argc, char **argv) {                                                       \
-        return policy_run_groups(every_policy, sizeof every_policy / sizeof every_policy[0], \
-                                 NULL, 0, argc > 1 ? argv[1] : NULL);                       \
+#define YYC_EVERY_POLICY_TEST_MAIN(every_policy)                                                   \
+    int main(int argc, char **argv) {                                                              \
+        return policy_run_groups(every_policy, sizeof every_policy / sizeof every_policy[0], NULL, \
+                                 0, argc > 1 ? argv[1] : NULL);                                    \
     }
 
 #endif /* YYCACHE_POLICY_SUPPORT_H */

@@ -50,14 +50,14 @@ typedef struct fz_state {
 
 static inline uint8_t fz_byte(fz_state *s) { return s->pos < s->size ? s->data[s->pos++] : 0; }
 
-#define FZ_CHECK(s, cond, ...)                                                           \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
+#define FZ_CHECK(s, cond, ...)                                                                     \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
             fprintf(stderr, "fuzz: operation %ld (%s): %s: ", (s)->op_index, (s)->op_name, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, " [%s]\n", rel_last_error());                                \
-            abort();                                                                     \
-        }                                                                                \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fprintf(stderr, " [%s]\n", rel_last_error());                                          \
+            abort();                                                                               \
+        }                                                                                          \
     } while (0)
 
 static inline void fz_entry_clear(fz_entry *e) {
@@ -90,18 +90,18 @@ static inline void fz_check_item(fz_state *s, int k, const yyc_kv_item *it, bool
     FZ_CHECK(s, strcmp(it->key, s->keys[k]) == 0, "item key");
     FZ_CHECK(s, it->size == (int64_t)e->len, "size %lld, model %zu", (long long)it->size, e->len);
     if (e->filename[0])
-        FZ_CHECK(s, it->filename && fz_file_name_matches(it->filename, e->filename), "file name %s, model %s",
-                 it->filename ? it->filename : "(inline)", e->filename);
-    else
-        FZ_CHECK(s, it->filename == NULL, "file name %s for an inline value", it->filename);
-    FZ_CHECK(s, it->extended_len == e->ext_len &&
-                    (e->ext_len == 0 || memcmp(it->extended_data, e->ext, e->ext_len) == 0),
+        FZ_CHECK(s, it->filename && fz_file_name_matches(it->filename, e->filename),
+                 "file name %s, model %s", it->filename ? it->filename : "(inline)", e->filename);
+    else FZ_CHECK(s, it->filename == NULL, "file name %s for an inline value", it->filename);
+    FZ_CHECK(s,
+             it->extended_len == e->ext_len &&
+                 (e->ext_len == 0 || memcmp(it->extended_data, e->ext, e->ext_len) == 0),
              "extended data (%zu bytes, model %zu)", it->extended_len, e->ext_len);
     if (with_value)
-        FZ_CHECK(s, it->value_len == e->len && (e->len == 0 || memcmp(it->value, e->val, e->len) == 0),
+        FZ_CHECK(s,
+                 it->value_len == e->len && (e->len == 0 || memcmp(it->value, e->val, e->len) == 0),
                  "value (%zu bytes, model %zu)", it->value_len, e->len);
-    else
-        FZ_CHECK(s, it->value == NULL, "info item with a value");
+    else FZ_CHECK(s, it->value == NULL, "info item with a value");
 }
 
 static inline void fz_check_totals(fz_state *s) {
@@ -148,12 +148,27 @@ static inline void fz_op(fz_state *s) {
         const char *fname = NULL;
         bool bad_name = false;
         switch (how) {
-        case 0: case 1: case 2: break;                          /* inline */
-        case 3: fname = ""; break;                              /* empty: inline */
-        case 4: case 5: yyc_kv_md5_filename(key, name); fname = name; break;
-        case 6: snprintf(name, sizeof name, "f%d", k); fname = name; break;
-        case 7: snprintf(name, sizeof name, "g%d.bin", k); fname = name; break;
-        case 8: fname = seed % 2 ? "a/b" : ".."; bad_name = true; break;
+        case 0:
+        case 1:
+        case 2: break;             /* inline */
+        case 3: fname = ""; break; /* empty: inline */
+        case 4:
+        case 5:
+            yyc_kv_md5_filename(key, name);
+            fname = name;
+            break;
+        case 6:
+            snprintf(name, sizeof name, "f%d", k);
+            fname = name;
+            break;
+        case 7:
+            snprintf(name, sizeof name, "g%d.bin", k);
+            fname = name;
+            break;
+        case 8:
+            fname = seed % 2 ? "a/b" : "..";
+            bad_name = true;
+            break;
         default:
             memset(name, 'n', 300);
             name[300] = '\0';
@@ -284,8 +299,9 @@ static inline void fz_op(fz_state *s) {
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         fz_sync_presence(s);
         int64_t total = -1;
-        FZ_CHECK(s, (by_size ? yyc_kv_size(s->kv, &total) : yyc_kv_count(s->kv, &total)) == YYC_OK &&
-                        total <= (limit <= 0 ? 0 : limit),
+        FZ_CHECK(s,
+                 (by_size ? yyc_kv_size(s->kv, &total) : yyc_kv_count(s->kv, &total)) == YYC_OK &&
+                     total <= (limit <= 0 ? 0 : limit),
                  "total %lld above the limit %lld", (long long)total, (long long)limit);
         break;
     }
@@ -333,7 +349,7 @@ static inline int rel_fuzz_kv_one(const uint8_t *data, size_t size) {
     s->data = data;
     s->size = size;
     memset(s->long_key, 'L', 300);
-    const char *keys[FZ_KEYS] = {"a", "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
+    const char *keys[FZ_KEYS] = {"a",         "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
                                  s->long_key, "c"};
     memcpy(s->keys, keys, sizeof keys);
     const char *base = getenv("TMPDIR");
@@ -465,15 +481,21 @@ static inline void fzd_op(fzd_state *d) {
         case 0: name = NULL; break;
         case 1: name = ""; break;
         case 2: name = md5; break;
-        case 3: snprintf(given, sizeof given, "n%d", k); name = given; break;
+        case 3:
+            snprintf(given, sizeof given, "n%d", k);
+            name = given;
+            break;
         case 4: name = "a/b"; break;
         case 5: name = ".."; break;
-        default: memset(given, 'x', 300); given[300] = '\0'; name = given;
+        default:
+            memset(given, 'x', 300);
+            given[300] = '\0';
+            name = given;
         }
         if (explicit_call)
-            st = yyc_diskcache_set_with_filename(d->dc, key, v, len, ext_len ? ext : NULL, ext_len, name);
-        else
-            st = yyc_diskcache_set(d->dc, key, v, len, ext_len ? ext : NULL, ext_len);
+            st = yyc_diskcache_set_with_filename(d->dc, key, v, len, ext_len ? ext : NULL, ext_len,
+                                                 name);
+        else st = yyc_diskcache_set(d->dc, key, v, len, ext_len ? ext : NULL, ext_len);
         bool to_file = d->threshold == 0 || (d->threshold != SIZE_MAX && len > d->threshold);
         const char *file = NULL; /* the expected data file name */
         bool bad = false;
@@ -540,13 +562,15 @@ static inline void fzd_op(fzd_state *d) {
         bool by_cost = op == 9;
         s->op_name = by_cost ? "trim_to_cost" : "trim_to_count";
         int64_t limit = by_cost ? (int64_t)fz_byte(s) * 200 : fz_byte(s) % 6;
-        st = by_cost ? yyc_diskcache_trim_to_cost(d->dc, limit) : yyc_diskcache_trim_to_count(d->dc, limit);
+        st = by_cost ? yyc_diskcache_trim_to_cost(d->dc, limit)
+                     : yyc_diskcache_trim_to_count(d->dc, limit);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         fzd_adopt_presence(d);
         int64_t total = -1;
-        FZ_CHECK(s, (by_cost ? yyc_diskcache_total_cost(d->dc, &total)
-                             : yyc_diskcache_total_count(d->dc, &total)) == YYC_OK &&
-                        total <= limit,
+        FZ_CHECK(s,
+                 (by_cost ? yyc_diskcache_total_cost(d->dc, &total)
+                          : yyc_diskcache_total_count(d->dc, &total)) == YYC_OK &&
+                     total <= limit,
                  "total %lld above %lld", (long long)total, (long long)limit);
         break;
     }
@@ -618,7 +642,7 @@ static inline int rel_fuzz_disk_one(const uint8_t *data, size_t size) {
     s->data = data;
     s->size = size;
     memset(s->long_key, 'L', 300);
-    const char *keys[FZ_KEYS] = {"a", "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
+    const char *keys[FZ_KEYS] = {"a",         "b", "", "\xff\xfe\x80", "../../x", "key with spaces",
                                  s->long_key, "c"};
     memcpy(s->keys, keys, sizeof keys);
     const char *base = getenv("TMPDIR");

@@ -199,12 +199,12 @@ static inline int rel_dispatch(const rel_child *children, int argc, char **argv)
     return 127;
 }
 
-#define REL_TEST_MAIN(tests, children)                                          \
-    int main(int argc, char **argv) {                                           \
-        if (argc > 2 && strcmp(argv[1], "--child") == 0)                        \
-            return rel_dispatch(children, argc - 2, argv + 2);                  \
-        if (argc > 1) cmocka_set_test_filter(argv[1]);                          \
-        return cmocka_run_group_tests(tests, NULL, NULL);                       \
+#define REL_TEST_MAIN(tests, children)                         \
+    int main(int argc, char **argv) {                          \
+        if (argc > 2 && strcmp(argv[1], "--child") == 0)       \
+            return rel_dispatch(children, argc - 2, argv + 2); \
+        if (argc > 1) cmocka_set_test_filter(argv[1]);         \
+        return cmocka_run_group_tests(tests, NULL, NULL);      \
     }
 
 /* Starts /proc/self/exe --child args[0] args[1] ... (args NULL-terminated). Returns the pid. */
@@ -260,15 +260,15 @@ static inline int rel_run(const char *const *args, double seconds) {
 }
 
 /* A check inside a child process: on failure prints the location and message and exits 1. */
-#define REL_CHECK(cond, ...)                                                     \
-    do {                                                                         \
-        if (!(cond)) {                                                           \
+#define REL_CHECK(cond, ...)                                                         \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "%s:%d: CHECK FAILED: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                        \
-            fputc('\n', stderr);                                                 \
-            fflush(stderr);                                                      \
-            _exit(1);                                                            \
-        }                                                                        \
+            fprintf(stderr, __VA_ARGS__);                                            \
+            fputc('\n', stderr);                                                     \
+            fflush(stderr);                                                          \
+            _exit(1);                                                                \
+        }                                                                            \
     } while (0)
 
 /* Known bugs. A test (or a check inside one) that fails because of a bug already reported is
@@ -279,13 +279,15 @@ static inline bool rel_run_known_bugs(void) {
     return s && *s && strcmp(s, "0") != 0;
 }
 
-#define REL_KNOWN_BUG(id)                                                              \
-    do {                                                                               \
-        if (!rel_run_known_bugs()) {                                                   \
-            fprintf(stderr, "skipped: fails today because of known bug %s "            \
-                            "(YYC_RUN_KNOWN_BUGS=1 runs it)\n", id);                   \
-            skip();                                                                    \
-        }                                                                              \
+#define REL_KNOWN_BUG(id)                                           \
+    do {                                                            \
+        if (!rel_run_known_bugs()) {                                \
+            fprintf(stderr,                                         \
+                    "skipped: fails today because of known bug %s " \
+                    "(YYC_RUN_KNOWN_BUGS=1 runs it)\n",             \
+                    id);                                            \
+            skip();                                                 \
+        }                                                           \
     } while (0)
 
 /* The calling thread's last library error, as text (static buffer; not thread-safe). */
@@ -359,13 +361,13 @@ static inline unsigned char *rel_read_file(const char *path, size_t *len) {
 
 /* What a read-only look at manifest.sqlite and data/ finds. */
 typedef struct rel_manifest_scan {
-    int rc;              /* SQLite status of the scan (SQLITE_OK when it worked) */
-    int64_t rows;        /* rows in the manifest */
-    int64_t file_rows;   /* rows whose value is in data/ */
-    int64_t missing;     /* file rows whose data file does not exist (or is not a regular file) */
-    int64_t mismatched;  /* file rows whose data file's size differs from the row's size */
-    int64_t orphans;     /* regular files in data/ that no row names (temporary files included) */
-    int64_t temps;       /* of those, names starting with ".yyc-tmp-" */
+    int rc;             /* SQLite status of the scan (SQLITE_OK when it worked) */
+    int64_t rows;       /* rows in the manifest */
+    int64_t file_rows;  /* rows whose value is in data/ */
+    int64_t missing;    /* file rows whose data file does not exist (or is not a regular file) */
+    int64_t mismatched; /* file rows whose data file's size differs from the row's size */
+    int64_t orphans;    /* regular files in data/ that no row names (temporary files included) */
+    int64_t temps;      /* of those, names starting with ".yyc-tmp-" */
     char first_missing[300];
 } rel_manifest_scan;
 

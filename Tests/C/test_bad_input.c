@@ -33,12 +33,12 @@
 #include <sys/mman.h>
 
 #define ROW_CHECK_FAILED 99
-#define CHECK(cond)                                                               \
-    do {                                                                          \
-        if (!(cond)) {                                                            \
+#define CHECK(cond)                                                                  \
+    do {                                                                             \
+        if (!(cond)) {                                                               \
             fprintf(stderr, "  row check failed at line %d: %s\n", __LINE__, #cond); \
-            return ROW_CHECK_FAILED;                                              \
-        }                                                                         \
+            return ROW_CHECK_FAILED;                                                 \
+        }                                                                            \
     } while (0)
 
 typedef enum { K_EXACT, K_MISUSE } row_kind;
@@ -90,8 +90,8 @@ static int64_t dc_count(yyc_diskcache *dc) {
 
 /* 3 GiB of address space that faults on any access. */
 static void *unreadable_3gib(void) {
-    void *p = mmap(NULL, (size_t)3 << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *p =
+        mmap(NULL, (size_t)3 << 30, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) _exit(97);
     return p;
 }
@@ -206,7 +206,9 @@ static int dc_open_null_path(const char *dir) {
     yyc_diskcache *dc = NULL;
     return yyc_diskcache_open(NULL, REL_THRESHOLD, &dc);
 }
-static int dc_open_null_out(const char *dir) { return yyc_diskcache_open(dir, REL_THRESHOLD, NULL); }
+static int dc_open_null_out(const char *dir) {
+    return yyc_diskcache_open(dir, REL_THRESHOLD, NULL);
+}
 static int dc_open_path_too_long(const char *dir) {
     char *p = long_string(5000, 'p');
     memcpy(p, dir, strlen(dir));
@@ -341,7 +343,8 @@ static int dc_huge_key_large_value(const char *dir) {
     int s = yyc_diskcache_set(dc, key, big, sizeof big, NULL, 0);
     void *v = NULL;
     size_t n = 0;
-    CHECK(yyc_diskcache_get(dc, key, &v, &n) == YYC_OK && n == sizeof big && memcmp(v, big, n) == 0);
+    CHECK(yyc_diskcache_get(dc, key, &v, &n) == YYC_OK && n == sizeof big &&
+          memcmp(v, big, n) == 0);
     yyc_free(v);
     free(key);
     yyc_diskcache_release(dc);
@@ -688,8 +691,10 @@ static int cache_empty_key_set(const char *dir) {
 
 /* ---------------------------------------------------------------- the table */
 
-#define EXACT(fn, s) {#fn, fn, s, K_EXACT}
-#define MISUSE(fn, s) {#fn, fn, s, K_MISUSE}
+#define EXACT(fn, s) \
+    { #fn, fn, s, K_EXACT }
+#define MISUSE(fn, s) \
+    { #fn, fn, s, K_MISUSE }
 
 static const row rows[] = {
     EXACT(strerror_of_unknown_code, YYC_OK),
@@ -824,9 +829,12 @@ static void every_bad_input_gets_its_expected_status(void **state) {
         bool ok = run_row(&rows[i], outcome, sizeof outcome);
         const char *bug = ok ? NULL : known_bug(rows[i].name);
         fprintf(stderr, "%-4s %-55s expected %s%-9s got %s%s%s\n",
-                ok ? "ok" : bug ? "BUG" : "FAIL", rows[i].name,
-                rows[i].kind == K_MISUSE ? "(misuse) " : "", yyc_status_name(rows[i].expect),
-                outcome, bug ? "  known bug " : "", bug ? bug : "");
+                ok    ? "ok"
+                : bug ? "BUG"
+                      : "FAIL",
+                rows[i].name, rows[i].kind == K_MISUSE ? "(misuse) " : "",
+                yyc_status_name(rows[i].expect), outcome, bug ? "  known bug " : "",
+                bug ? bug : "");
         if (!ok && !bug) failures++;
         if (bug) known++;
     }
@@ -852,8 +860,9 @@ static bool fuzz_input_passes(const uint8_t *data, size_t len, const char *label
     char path[4096];
     snprintf(path, sizeof path, "%s/yyc-fuzz-failure-%s.bin", base && *base ? base : "/tmp", label);
     rel_write_file(path, data, len);
-    fprintf(stderr, "fuzz input %s failed (wait status %#x); saved as %s (copy it into "
-                    "Tests/C/fuzz_corpus/kv/ to keep it as a regression test)\n",
+    fprintf(stderr,
+            "fuzz input %s failed (wait status %#x); saved as %s (copy it into "
+            "Tests/C/fuzz_corpus/kv/ to keep it as a regression test)\n",
             label, st, path);
     return false;
 }
@@ -864,7 +873,8 @@ static bool fuzz_input_passes(const uint8_t *data, size_t len, const char *label
  * (inputs that once found a bug). */
 static void random_operation_sequences_agree_with_a_model(void **state) {
     (void)state;
-    uint64_t seed = strtoull(getenv("YYC_FUZZ_SEED") ? getenv("YYC_FUZZ_SEED") : "0xF0221", NULL, 0);
+    uint64_t seed =
+        strtoull(getenv("YYC_FUZZ_SEED") ? getenv("YYC_FUZZ_SEED") : "0xF0221", NULL, 0);
     long inputs = getenv("YYC_FUZZ_INPUTS") ? atol(getenv("YYC_FUZZ_INPUTS")) : 160;
     int failures = 0;
     uint64_t rng = seed;

@@ -44,7 +44,8 @@ static void set_writes_through_to_both_tiers(void **state) {
 
 static void disk_hit_is_back_filled_into_memory(void **state) {
     fixture *f = *state;
-    assert_int_equal(yyc_diskcache_set(yyc_cache_disk(f->cache), "only-on-disk", "abc", 3, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_diskcache_set(yyc_cache_disk(f->cache), "only-on-disk", "abc", 3, NULL, 0),
+                     YYC_OK);
     assert_false(yyc_memcache_contains(yyc_cache_memory(f->cache), "only-on-disk", 12));
     expect_cached(f->cache, "only-on-disk", "abc");
     assert_true(yyc_memcache_contains(yyc_cache_memory(f->cache), "only-on-disk", 12));
@@ -229,8 +230,7 @@ static void available_memory_falls_back_to_cgroup_v1_then_physical_memory(void *
     (void)state;
     char *root = test_temp_dir("memfix");
     /* Hybrid: the unified hierarchy has no memory controller; v1's memory line has others too. */
-    put_file(root, "proc/self/cgroup",
-             "9:name=systemd:/\n4:cpu,memory:/box/inner\n0::/\n");
+    put_file(root, "proc/self/cgroup", "9:name=systemd:/\n4:cpu,memory:/box/inner\n0::/\n");
     put_file(root, "sys/fs/cgroup/memory/box/memory.limit_in_bytes", "268435456\n");
     assert_int_equal(yyc__available_memory_under(root), 268435456ull);
     /* The container's view lacks its own path: the limits of the folders that exist count. */
@@ -262,8 +262,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown(bad_input_gets_a_clear_status, setup, teardown),
     cmocka_unit_test_setup_teardown(two_caches_on_one_path_share_the_disk_core, setup, teardown),
     cmocka_unit_test_setup_teardown(memory_cost_of_an_entry_is_its_length, setup, teardown),
-    cmocka_unit_test_setup_teardown(memory_tier_is_bounded_by_default_by_a_quarter_of_available_memory,
-                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(
+        memory_tier_is_bounded_by_default_by_a_quarter_of_available_memory, setup, teardown),
     cmocka_unit_test(available_memory_is_the_smallest_cgroup_v2_limit_on_the_path),
     cmocka_unit_test(available_memory_falls_back_to_cgroup_v1_then_physical_memory),
 };

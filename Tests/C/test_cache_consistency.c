@@ -162,7 +162,8 @@ static void reads_never_return_a_version_older_than_the_last_acknowledged_set(vo
     yyc_memcache_set_count_limit(yyc_cache_memory(f->cache), KEYS / 2); /* evicts on set */
     pthread_t writer, readers[2], evictor;
     assert_int_equal(pthread_create(&writer, NULL, writer_main, &s), 0);
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&readers[i], NULL, reader_main, &s), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&readers[i], NULL, reader_main, &s), 0);
     assert_int_equal(pthread_create(&evictor, NULL, evictor_main, &s), 0);
     pthread_join(writer, NULL);
     for (int i = 0; i < 2; i++) pthread_join(readers[i], NULL);
@@ -187,8 +188,9 @@ static void reads_never_return_a_version_older_than_the_last_acknowledged_set(vo
  * then sets a new version, removes the key or removes everything. `acked` says what the last
  * returned operation left: 2v after a set of version v, 2v + 1 after the removal of version v.
  * A read that returns version v with 2v < acked (as read before it started), or nothing while
- * acked is even and no removal has begun, broke the guarantee. After each round the test waits until every reader has
- * finished a read that began after the operation returned, then checks the memory tier. */
+ * acked is even and no removal has begun, broke the guarantee. After each round the test waits
+ * until every reader has finished a read that began after the operation returned, then checks the
+ * memory tier. */
 typedef enum race_op { RACE_SET, RACE_REMOVE, RACE_REMOVE_ALL } race_op;
 
 #define RACE_READERS 2
@@ -265,7 +267,8 @@ static long race_rounds(yyc_cache *c, race_op op) {
         int mrc = memory_version(c, "key", &in_memory);
         int rc = get_version(c, "key", &read);
         if (op == RACE_SET) {
-            bad_rounds += (mrc == YYC_OK && in_memory != version) || rc != YYC_OK || read != version;
+            bad_rounds +=
+                (mrc == YYC_OK && in_memory != version) || rc != YYC_OK || read != version;
         } else {
             bad_rounds += mrc == YYC_OK || rc != YYC_NOTFOUND;
         }
@@ -299,7 +302,8 @@ static void key_removed_by_remove_all_never_comes_back(void **state) {
     assert_int_equal(bad, 0);
 }
 
-/* ---------------------------------------------------------------- the memory cache's generations */
+/* ---------------------------------------------------------------- the memory cache's generations
+ */
 
 static void conditional_set_is_refused_after_any_write_on_the_key(void **state) {
     (void)state;
@@ -323,7 +327,8 @@ static void conditional_set_is_refused_after_any_write_on_the_key(void **state) 
     assert_false(stored);
     g = yyc_memcache_generation(m, "absent", 6);
     assert_int_equal(yyc_memcache_remove(m, "absent", 6), YYC_OK);
-    assert_int_equal(yyc_memcache_set_if_generation(m, "absent", 6, (void *)5, 0, g, &stored), YYC_OK);
+    assert_int_equal(yyc_memcache_set_if_generation(m, "absent", 6, (void *)5, 0, g, &stored),
+                     YYC_OK);
     assert_false(stored);
     assert_false(yyc_memcache_contains(m, "absent", 6));
     g = yyc_memcache_generation(m, "k", 1);
@@ -396,8 +401,8 @@ static void refused_inline_value_stays_the_callers(void **state) {
 }
 
 static const struct CMUnitTest tests[] = {
-    cmocka_unit_test_setup_teardown(reads_never_return_a_version_older_than_the_last_acknowledged_set,
-                                    setup, teardown),
+    cmocka_unit_test_setup_teardown(
+        reads_never_return_a_version_older_than_the_last_acknowledged_set, setup, teardown),
     cmocka_unit_test_setup_teardown(memory_never_keeps_a_version_older_than_the_last_set, setup,
                                     teardown),
     cmocka_unit_test_setup_teardown(removed_key_never_comes_back, setup, teardown),

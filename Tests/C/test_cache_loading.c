@@ -23,9 +23,8 @@ typedef struct loader {
 static int load_value(void *ctx, const char *key, void **out, size_t *len) {
     loader *l = ctx;
     atomic_fetch_add(&l->runs, 1);
-    for (int i = 0; i < 60000 &&
-                    yyc__diskcache_flight_waiters(yyc_cache_disk(l->c), key) < CALLERS - 1;
-         i++)
+    for (int i = 0;
+         i < 60000 && yyc__diskcache_flight_waiters(yyc_cache_disk(l->c), key) < CALLERS - 1; i++)
         usleep(1000);
     if (l->fail_with) return l->fail_with;
     *out = strdup("loaded");

@@ -47,10 +47,18 @@
 #define ALL_KEYS 0xFFFFu
 
 enum { REC_BEGIN = 1, REC_END = 2, REC_OBSERVE = 3, REC_SESSION = 4 };
-enum { OP_NONE = 0, OP_SET = 1, OP_REMOVE = 2, OP_REMOVE_ALL = 3, OP_REMOVE_ALL_SLOW = 4,
-       OP_TRIM = 5, OP_FLUSH = 6, OP_COUNT = 7 };
-static const char *const op_names[OP_COUNT] = {"none", "set", "remove", "remove_all",
-                                               "remove_all_progress", "trim", "flush"};
+enum {
+    OP_NONE = 0,
+    OP_SET = 1,
+    OP_REMOVE = 2,
+    OP_REMOVE_ALL = 3,
+    OP_REMOVE_ALL_SLOW = 4,
+    OP_TRIM = 5,
+    OP_FLUSH = 6,
+    OP_COUNT = 7
+};
+static const char *const op_names[OP_COUNT] = {
+    "none", "set", "remove", "remove_all", "remove_all_progress", "trim", "flush"};
 
 #define REC_MAGIC 0x4C435959u /* "YYCL" */
 
@@ -111,11 +119,11 @@ typedef struct key_state {
 
 typedef struct replay {
     key_state k[NKEYS];
-    bool remove_all_open;     /* a fast remove-all began and was not acknowledged */
-    int open_op;              /* op of the last BEGIN without END */
+    bool remove_all_open; /* a fast remove-all began and was not acknowledged */
+    int open_op;          /* op of the last BEGIN without END */
     uint64_t max_version;
-    long begins[OP_COUNT];    /* calls started, by op */
-    long cut[OP_COUNT];       /* calls cut by a kill, by op */
+    long begins[OP_COUNT]; /* calls started, by op */
+    long cut[OP_COUNT];    /* calls cut by a kill, by op */
     long sessions, bad_records;
 } replay;
 
@@ -185,8 +193,7 @@ static void replay_log(const char *path, replay *r) {
             }
             /* OP_TRIM: every key stays may_absent until its OBSERVE record. */
             break;
-        default:
-            r->bad_records++;
+        default: r->bad_records++;
         }
     }
     free(buf);
@@ -210,8 +217,8 @@ static void crash_point(void) {
         raise(SIGKILL);
 }
 
-#define REAL(name)                                                               \
-    static __typeof__(&name) real_##name;                                        \
+#define REAL(name)                        \
+    static __typeof__(&name) real_##name; \
     if (!real_##name) real_##name = (__typeof__(&name))dlsym(RTLD_NEXT, #name)
 
 int rename(const char *a, const char *b) {
@@ -347,7 +354,7 @@ static int cp_ftruncate(int fd, off_t len) {
     return r;
 }
 static ssize_t cp_pwrite64(int fd, const void *buf, size_t n, off_t off) {
-    ssize_t r = ((ssize_t (*)(int, const void *, size_t, off_t))sq_pwrite64)(fd, buf, n, off);
+    ssize_t r = ((ssize_t(*)(int, const void *, size_t, off_t))sq_pwrite64)(fd, buf, n, off);
     crash_point(); /* after each write: the next one (or the commit) never happens */
     return r;
 }
@@ -355,9 +362,9 @@ static ssize_t cp_pwrite64(int fd, const void *buf, size_t n, off_t off) {
 static void install_sqlite_crash_points(void) {
     sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
     if (!vfs || vfs->iVersion < 3 || !vfs->xSetSystemCall) return;
-#define OVERRIDE(name, var)                                                      \
-    do {                                                                         \
-        var = vfs->xGetSystemCall(vfs, #name);                                   \
+#define OVERRIDE(name, var)                                                       \
+    do {                                                                          \
+        var = vfs->xGetSystemCall(vfs, #name);                                    \
         if (var) vfs->xSetSystemCall(vfs, #name, (sqlite3_syscall_ptr)cp_##name); \
     } while (0)
     OVERRIDE(open, sq_open);
@@ -564,10 +571,11 @@ static int child_check(int argc, char **argv) {
     /* (The first disk core unlinked files before deleting their rows, so this failed until
      * e6bb795 / 0b90f2c.) */
     rel_manifest_scan scan;
-    bool clean = WAIT_UNTIL(
-        (scan = rel_scan_manifest(dir), scan.rc == SQLITE_OK && scan.missing == 0), 5.0);
+    bool clean =
+        WAIT_UNTIL((scan = rel_scan_manifest(dir), scan.rc == SQLITE_OK && scan.missing == 0), 5.0);
     if (!clean) {
-        fprintf(stderr, "check: %lld of %lld rows name a missing data file (first: %s; scan rc %d)\n",
+        fprintf(stderr,
+                "check: %lld of %lld rows name a missing data file (first: %s; scan rc %d)\n",
                 (long long)scan.missing, (long long)scan.file_rows, scan.first_missing, scan.rc);
         failed = true;
     }
@@ -598,14 +606,14 @@ static int child_check(int argc, char **argv) {
         }
         yyc_free(value);
         if (seen[k] && !state_allows(ks, seen[k])) {
-            fprintf(stderr,
-                    "check: key %u reads version %llu; allowed: %llu%s, in flight %llu\n", k,
-                    (unsigned long long)seen[k], (unsigned long long)ks->acked,
+            fprintf(stderr, "check: key %u reads version %llu; allowed: %llu%s, in flight %llu\n",
+                    k, (unsigned long long)seen[k], (unsigned long long)ks->acked,
                     ks->may_absent ? " or absent" : "", (unsigned long long)ks->inflight);
             failed = true;
         } else if (!seen[k] && !state_allows(ks, 0)) {
-            fprintf(stderr, "check: key %u lost its acknowledged version %llu (nothing was in "
-                            "flight for it)\n",
+            fprintf(stderr,
+                    "check: key %u lost its acknowledged version %llu (nothing was in "
+                    "flight for it)\n",
                     k, (unsigned long long)ks->acked);
             failed = true;
         }
@@ -615,8 +623,9 @@ static int child_check(int argc, char **argv) {
             s = yyc_diskcache_get_extended_data(dc, key, &ext, &ext_len);
             rel_ext want = rel_ext_make(key, seen[k]);
             if (s != YYC_OK || ext_len != sizeof want || memcmp(ext, &want, sizeof want) != 0) {
-                fprintf(stderr, "check: key %u: extended data (status %s, %zu bytes) does not "
-                                "match the value's version\n",
+                fprintf(stderr,
+                        "check: key %u: extended data (status %s, %zu bytes) does not "
+                        "match the value's version\n",
                         k, yyc_status_name(s), ext_len);
                 failed = true;
             }
@@ -731,8 +740,8 @@ typedef struct session_log {
     uint64_t base[NKEYS]; /* the state the session started from (OBSERVE records) */
     acked_write *w;       /* the session's acknowledged writes, in order */
     size_t n, cap;
-    size_t durable;       /* writes acknowledged before the last completed flush began */
-    bool has_cut;         /* a write began and was not acknowledged (the kill cut it) */
+    size_t durable; /* writes acknowledged before the last completed flush began */
+    bool has_cut;   /* a write began and was not acknowledged (the kill cut it) */
     acked_write cut;
     uint64_t max_version;
     long flushes;
@@ -847,8 +856,9 @@ static int child_check_deferred(int argc, char **argv) {
         if (p >= L.durable && memcmp(st, seen, sizeof st) == 0) match = (long)p;
     }
     if (match < 0) {
-        fprintf(stderr, "check: what survived is no prefix of the %zu acknowledged writes (at "
-                        "least %zu flushed, %s write cut by the kill)\n",
+        fprintf(stderr,
+                "check: what survived is no prefix of the %zu acknowledged writes (at "
+                "least %zu flushed, %s write cut by the kill)\n",
                 L.n, L.durable, L.has_cut ? "a" : "no");
         failed = true;
     }
@@ -868,8 +878,9 @@ static int child_check_deferred(int argc, char **argv) {
     log_rec(fd, REC_OBSERVE, OP_NONE, ALL_KEYS, L.max_version, 0);
     close(fd);
     if (!failed)
-        fprintf(stderr, "check: survived %ld of %zu acknowledged writes (%zu flushed, %ld "
-                        "flushes)\n",
+        fprintf(stderr,
+                "check: survived %ld of %zu acknowledged writes (%zu flushed, %ld "
+                "flushes)\n",
                 match > (long)L.n ? (long)L.n : match, L.n, L.durable, L.flushes);
     free(L.w);
     return failed ? 1 : 0;
@@ -889,9 +900,9 @@ enum {
     SC_COUNT
 };
 static const char *const scenario_names[SC_COUNT] = {
-    "remove_all",        "remove_all_progress", "large value over a large one",
-    "small over large",  "large over small",    "new large value",
-    "remove large",      "trim_to_count(5)"};
+    "remove_all",       "remove_all_progress", "large value over a large one",
+    "small over large", "large over small",    "new large value",
+    "remove large",     "trim_to_count(5)"};
 
 #define FILL_KEYS 12u /* keys 0..5 small, 6..11 large */
 
@@ -991,8 +1002,9 @@ static uint64_t env_u64(const char *name, uint64_t fallback) {
 static void print_replay(const char *log, long cycles) {
     replay st;
     replay_log(log, &st);
-    fprintf(stderr, "crash: %ld kill cycles, %ld sessions; calls started / cut by the kill:",
-            cycles, st.sessions);
+    fprintf(stderr,
+            "crash: %ld kill cycles, %ld sessions; calls started / cut by the kill:", cycles,
+            st.sessions);
     for (int op = 1; op < OP_COUNT; op++)
         fprintf(stderr, " %s %ld/%ld", op_names[op], st.begins[op], st.cut[op]);
     fputc('\n', stderr);
@@ -1011,7 +1023,8 @@ static void deferred_random_kills_keep_a_prefix_of_acknowledged_writes(void **st
     random_kill_cycles("crash-deferred", "harness-deferred", "check-deferred");
 }
 
-static void random_kill_cycles(const char *tag, const char *harness_child, const char *check_child) {
+static void random_kill_cycles(const char *tag, const char *harness_child,
+                               const char *check_child) {
     char *dir = test_temp_dir(tag);
     char *cache = rel_path(dir, "cache");
     char *log = rel_path(dir, "log");

@@ -262,8 +262,7 @@ static void disk_cache_empty_keys_and_empty_values(void **state) {
     free(dir);
 }
 
-static void disk_cache_extended_data_is_stored_and_read_without_touching_access_time(
-    void **state) {
+static void disk_cache_extended_data_is_stored_and_read_without_touching_access_time(void **state) {
     (void)state;
     char *dir = test_temp_dir("dc-ext");
     yyc_diskcache *dc = open_dc(dir, 4);
@@ -684,9 +683,10 @@ static void disk_cache_totals_above_2_gib_do_not_wrap(void **state) {
     (void)state;
     char *dir = test_temp_dir("dc-2gib");
     yyc_diskcache *dc = open_dc(dir, 20480);
-    tk_exec(dir, "insert into manifest " TK_COLS " values ('a', 'fa', 2147483647, null, 1, 1, null);"
-                 "insert into manifest " TK_COLS " values ('b', 'fb', 2147483647, null, 1, 1, null);"
-                 "insert into manifest " TK_COLS " values ('c', 'fc', 4000000000, null, 1, 1, null);");
+    tk_exec(dir,
+            "insert into manifest " TK_COLS " values ('a', 'fa', 2147483647, null, 1, 1, null);"
+            "insert into manifest " TK_COLS " values ('b', 'fb', 2147483647, null, 1, 1, null);"
+            "insert into manifest " TK_COLS " values ('c', 'fc', 4000000000, null, 1, 1, null);");
     assert_int_equal(dc_cost(dc), INT64_C(8294967294));
     assert_int_equal(dc_count(dc), 3);
     assert_int_equal(yyc_diskcache_trim_to_cost(dc, INT64_C(5000000000)), YYC_OK);
@@ -975,8 +975,8 @@ static void disk_cache_opens_closes_and_releases_race_safely(void **state) {
     lifecycle_state l[T];
     double deadline = test_now() + 1.5;
     for (int i = 0; i < T; i++) {
-        l[i] = (lifecycle_state){.path = dir, .id = i, .deadline = deadline, .errors = &errors,
-                                 .opens = &opens};
+        l[i] = (lifecycle_state){
+            .path = dir, .id = i, .deadline = deadline, .errors = &errors, .opens = &opens};
         pthread_create(&th[i], NULL, lifecycle_worker, &l[i]);
     }
     for (int i = 0; i < T; i++) pthread_join(th[i], NULL);

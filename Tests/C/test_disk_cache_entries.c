@@ -28,9 +28,9 @@ static void disk_entries_come_least_recently_used_first_without_expired_ones(voi
     char *dir = test_temp_dir("dentries");
     yyc_diskcache *dc = open_dc(dir);
     assert_int_equal(yyc_diskcache_set(dc, "b", "12345", 5, NULL, 0), YYC_OK);
-    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "a", "a value above the threshold", 27, NULL,
-                                                0, 60),
-                     YYC_OK);
+    assert_int_equal(
+        yyc_diskcache_set_with_ttl(dc, "a", "a value above the threshold", 27, NULL, 0, 60),
+        YYC_OK);
     assert_int_equal(yyc_diskcache_set_with_ttl(dc, "gone", "v", 1, NULL, 0, 0), YYC_OK);
     assert_int_equal(yyc_diskcache_set(dc, "c", "v", 1, NULL, 0), YYC_OK);
     tk_exec(dir, "update manifest set last_access_time = case key when 'a' then 10 when 'b' "
@@ -166,8 +166,7 @@ static void disk_entries_walk_100000_entries_in_bounded_memory_beside_a_writer(v
             struct timespec deadline;
             clock_gettime(CLOCK_REALTIME, &deadline);
             deadline.tv_sec += 60;
-            while (!w.done &&
-                   pthread_cond_timedwait(&w.changed, &w.lock, &deadline) == 0) {
+            while (!w.done && pthread_cond_timedwait(&w.changed, &w.lock, &deadline) == 0) {
             }
             writer_finished_mid_walk = w.done;
             pthread_mutex_unlock(&w.lock);
@@ -175,8 +174,8 @@ static void disk_entries_walk_100000_entries_in_bounded_memory_beside_a_writer(v
     }
     assert_int_equal(rc, YYC_NOTFOUND);
     assert_true(writer_finished_mid_walk);
-    assert_int_equal(old, MANY);         /* every old entry once */
-    assert_int_equal(seen, MANY + 10);   /* and the new ones, written after the cursor */
+    assert_int_equal(old, MANY);       /* every old entry once */
+    assert_int_equal(seen, MANY + 10); /* and the new ones, written after the cursor */
     assert_true(yyc__diskcache_iter_max_buffered(it) <= 256); /* one page at a time */
     yyc_diskcache_iter_free(it);
     pthread_join(t, NULL);

@@ -41,8 +41,7 @@ static void record_removal(void *ctx, const char *key, yyc_removal_cause cause) 
     }
     pthread_mutex_unlock(&log->lock);
     /* Called under the core's lock this would fail the error-checking mutex (or deadlock). */
-    if (log->reenter && cause != YYC_REMOVED_REPLACED &&
-        !yyc_diskcache_contains(log->reenter, key))
+    if (log->reenter && cause != YYC_REMOVED_REPLACED && !yyc_diskcache_contains(log->reenter, key))
         atomic_fetch_add(&log->reentered_absent, 1);
 }
 
@@ -167,7 +166,7 @@ static void disk_statistics_count_hits_misses_and_insertions_per_core(void **sta
     assert_int_equal(yyc_diskcache_get(other, "missing", &v, &len), YYC_NOTFOUND);
     assert_int_equal(yyc_diskcache_set_with_ttl(dc, "t", "v", 1, NULL, 0, 0), YYC_OK);
     assert_int_equal(yyc_diskcache_get(dc, "t", &v, &len), YYC_NOTFOUND); /* expired: a miss */
-    assert_true(yyc_diskcache_contains(dc, "a")); /* counts nothing */
+    assert_true(yyc_diskcache_contains(dc, "a"));                         /* counts nothing */
     yyc_cache_statistics s = stats_of(other);
     assert_int_equal(s.hits, 1);
     assert_int_equal(s.misses, 2);
@@ -204,15 +203,15 @@ static void *stress_worker(void *arg) {
         char key[16];
         snprintf(key, sizeof key, "k%u", (r >> 8) % KEYS);
         switch ((r >> 20) % 10) {
-        case 0: case 1: case 2: case 3:
+        case 0:
+        case 1:
+        case 2:
+        case 3:
             yyc_diskcache_set(w->dc, key, "a value above the inline threshold", 34, NULL, 0);
             break;
-        case 4:
-            yyc_diskcache_set_with_ttl(w->dc, key, "v", 1, NULL, 0, 0);
-            break;
-        case 5: case 6:
-            yyc_diskcache_remove(w->dc, key);
-            break;
+        case 4: yyc_diskcache_set_with_ttl(w->dc, key, "v", 1, NULL, 0, 0); break;
+        case 5:
+        case 6: yyc_diskcache_remove(w->dc, key); break;
         case 7: {
             void *v = NULL;
             size_t len = 0;
@@ -220,9 +219,7 @@ static void *stress_worker(void *arg) {
             yyc_free(v);
             break;
         }
-        case 8:
-            yyc_diskcache_trim_to_count(w->dc, KEYS / 2);
-            break;
+        case 8: yyc_diskcache_trim_to_count(w->dc, KEYS / 2); break;
         default:
             if ((r >> 28) % 4 == 0) yyc_diskcache_remove_all(w->dc);
             else yyc_diskcache_trim_to_cost(w->dc, 100);

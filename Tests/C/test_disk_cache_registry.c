@@ -56,10 +56,8 @@ static void gate_destroy(gate *g) {
 static void gate_hook(void *ctx, const char *path, bool closing) {
     gate *g = ctx;
     if (strcmp(path, g->path) != 0) return;
-    if (closing)
-        g->closings++;
-    else
-        g->creations++;
+    if (closing) g->closings++;
+    else g->creations++;
     pthread_mutex_lock(&g->m);
     if (g->armed && closing == g->on_close) {
         g->armed = false; /* blocks one caller */

@@ -206,16 +206,15 @@ static void disk_folder_with_the_expiry_column_still_opens_in_yykvstorage_schema
     yyc_diskcache_close(dc);
     yyc_diskcache_release(dc);
     sqlite3 *db = tk_raw_open(dir);
-    tk_raw_exec(db,
-                "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
-                "exists manifest (key text, filename text, size integer, inline_data blob, "
-                "modification_time integer, last_access_time integer, extended_data blob, "
-                "primary key(key)); create index if not exists last_access_time_idx on "
-                "manifest(last_access_time);");
+    tk_raw_exec(db, "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
+                    "exists manifest (key text, filename text, size integer, inline_data blob, "
+                    "modification_time integer, last_access_time integer, extended_data blob, "
+                    "primary key(key)); create index if not exists last_access_time_idx on "
+                    "manifest(last_access_time);");
     yykv_insert(db, "theirs");
     tk_raw_exec(db, "update manifest set last_access_time = 2 where key = 'ours';");
-    assert_int_equal(tk_raw_int(db, "select count(*) from manifest where key in ('ours', 'theirs')"),
-                     2);
+    assert_int_equal(
+        tk_raw_int(db, "select count(*) from manifest where key in ('ours', 'theirs')"), 2);
     assert_int_equal(tk_raw_int(db, "select sum(size) from manifest"), 6);
     tk_raw_exec(db, "select key, filename, size, inline_data, modification_time, "
                     "last_access_time, extended_data from manifest order by last_access_time "
@@ -316,9 +315,8 @@ static void kv_reads_skip_a_row_whose_expiry_has_passed(void **state) {
     char *dir = test_temp_dir("dttl");
     yyc_kv *kv = NULL;
     assert_int_equal(yyc_kv_open(dir, YYC_KV_MIXED, &kv), YYC_OK);
-    assert_int_equal(yyc__kv_save_with_expiry(kv, "a", "v", 1, NULL, NULL, 0,
-                                              yyc__kv_now_ms() + 10),
-                     YYC_OK);
+    assert_int_equal(
+        yyc__kv_save_with_expiry(kv, "a", "v", 1, NULL, NULL, 0, yyc__kv_now_ms() + 10), YYC_OK);
     assert_int_equal(yyc__kv_save_with_expiry(kv, "b", "v", 1, NULL, NULL, 0, 0), YYC_OK);
     assert_int_equal(yyc_kv_exists(kv, "a"), YYC_OK);
     yyc__kv_testing_advance_clock(10);

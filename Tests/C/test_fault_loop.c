@@ -161,8 +161,9 @@ static bool state_equal(const state *got, const state *want, char *buf, size_t s
         const entry *g = &got->e[i], *w = &want->e[i];
         if (!g->present) snprintf(buf, size, "%s is missing", universe[i]);
         else if (!w->present) snprintf(buf, size, "%s is present", universe[i]);
-        else snprintf(buf, size, "%s has other bytes (%zu+%zu, expected %zu+%zu)", universe[i],
-                      g->len, g->ext_len, w->len, w->ext_len);
+        else
+            snprintf(buf, size, "%s has other bytes (%zu+%zu, expected %zu+%zu)", universe[i],
+                     g->len, g->ext_len, w->len, w->ext_len);
         return false;
     }
     if (got->count != present_count(got)) {
@@ -194,7 +195,7 @@ static bool state_between(const state *got, const state *before, const state *af
 /* ---------------------------------------------------------------- folders */
 
 typedef struct place {
-    char *base;  /* temporary folder: cache/ and sentinel/ */
+    char *base; /* temporary folder: cache/ and sentinel/ */
     char cache[4096];
     char sentinel[4096];
 } place;
@@ -282,9 +283,9 @@ static void prefill(const char *dir) {
         yyc_kv_md5_filename(universe[i], md5);
         blob v = make_blob(prefilled_len(i), (unsigned)i + 1);
         blob x = make_blob(16, 100 + (unsigned)i);
-        assert_int_equal(yyc_kv_save(kv, universe[i], v.bytes, v.len, i % 2 ? md5 : NULL, x.bytes,
-                                     x.len),
-                         YYC_OK);
+        assert_int_equal(
+            yyc_kv_save(kv, universe[i], v.bytes, v.len, i % 2 ? md5 : NULL, x.bytes, x.len),
+            YYC_OK);
     }
     yyc_kv_close(kv);
     char sql[256];
@@ -344,12 +345,16 @@ static void wait_for_worker(void) { yyc__worker_wait_idle(YYC__QUEUE_DISK); }
 typedef enum obj_kind { OBJ_KV, OBJ_KV_CLOSED, OBJ_DC, OBJ_NONE } obj_kind;
 /* ACCEPT_EACH_WRITE: a batch of independent writes (group commit): each key has its value from
  * before or from after, and every write acknowledged (batch_acked) has its value from after. */
-typedef enum accept_kind { ACCEPT_BEFORE_OR_AFTER, ACCEPT_ROW_BY_ROW, ACCEPT_EACH_WRITE } accept_kind;
+typedef enum accept_kind {
+    ACCEPT_BEFORE_OR_AFTER,
+    ACCEPT_ROW_BY_ROW,
+    ACCEPT_EACH_WRITE
+} accept_kind;
 
 typedef struct fault_case {
     const char *name;
-    obj_kind obj;      /* what is opened (injection off) before the operation runs */
-    bool prefilled;    /* the folder holds a0..a5 before (else it does not exist) */
+    obj_kind obj;   /* what is opened (injection off) before the operation runs */
+    bool prefilled; /* the folder holds a0..a5 before (else it does not exist) */
     int (*op)(void *obj, const char *dir);
     accept_kind accept;
     /* Non-NULL: fails today because of a bug being fixed on that branch (see the file comment). */
@@ -512,8 +517,11 @@ static int op_kv_save_each(void *kv, const char *dir) {
     yyc__kv_write w[3], *p[3];
     for (int i = 0; i < 3; i++) {
         const char *key = universe[key_index[i]];
-        w[i] = (yyc__kv_write){.key = key, .value = v[i].bytes, .len = v[i].len,
-                               .filename = i ? md5_of(key) : NULL, .extended = x.bytes,
+        w[i] = (yyc__kv_write){.key = key,
+                               .value = v[i].bytes,
+                               .len = v[i].len,
+                               .filename = i ? md5_of(key) : NULL,
+                               .extended = x.bytes,
                                .extended_len = x.len};
         if (i) { /* (md5_of returns a static buffer) */
             static char names[3][33];
@@ -703,8 +711,8 @@ typedef struct run {
     fi_kind kind;
     int error;
     int fds_before, fds_after;
-    int again_rc;           /* the same object used once more, injection off */
-    char again_what[64];    /* which step of that failed */
+    int again_rc;        /* the same object used once more, injection off */
+    char again_what[64]; /* which step of that failed */
 } run;
 
 /* Opens the case's object with injection off, runs the operation armed (fail_at, err_index),
@@ -724,8 +732,8 @@ static int works_again(obj_kind kind, void *obj, char what[64]) {
             : yyc_diskcache_set(obj, "zz", v.bytes, v.len, NULL, 0);
     if (rc == YYC_OK) {
         snprintf(what, 64, "read back");
-        rc = kv ? yyc_kv_get_value(obj, "zz", &got, &len)
-                : yyc_diskcache_get(obj, "zz", &got, &len);
+        rc =
+            kv ? yyc_kv_get_value(obj, "zz", &got, &len) : yyc_diskcache_get(obj, "zz", &got, &len);
         if (rc == YYC_OK && (len != v.len || memcmp(got, v.bytes, len))) rc = YYC_ECORRUPT;
         yyc_free(got);
     }
@@ -756,10 +764,10 @@ static void run_once(const fault_case *c, const place *p, long fail_at, int err_
     r->points = fi_disarm();
     r->fired = fi_fired(&r->kind, &r->error);
     r->again_rc = c->obj == OBJ_KV_CLOSED ? YYC_OK
-                  : c->obj == OBJ_NONE   ? works_again(opened_dc ? OBJ_DC : OBJ_KV,
-                                                       opened_dc ? (void *)opened_dc : opened_kv,
-                                                       r->again_what)
-                                         : works_again(c->obj, obj, r->again_what);
+                  : c->obj == OBJ_NONE
+                      ? works_again(opened_dc ? OBJ_DC : OBJ_KV,
+                                    opened_dc ? (void *)opened_dc : opened_kv, r->again_what)
+                      : works_again(c->obj, obj, r->again_what);
     if (c->obj == OBJ_KV) yyc_kv_close(obj);
     else if (c->obj == OBJ_DC) yyc_diskcache_release(obj);
     yyc_kv_close(opened_kv);
@@ -791,11 +799,11 @@ static bool check_run(const fault_case *c, const place *p, const run *r, const s
     }
     /* Another process may hold the manifest open: it is never unlinked and recreated (its
      * writes would go to the unlinked file). Only a really corrupt one may be; none is here. */
-    if (r->manifest_before.ino &&
-        (r->manifest_after.ino != r->manifest_before.ino ||
-         r->manifest_after.dev != r->manifest_before.dev)) {
-        snprintf(buf, size, "the manifest was %s (another process's connection would be left on "
-                            "the unlinked file)",
+    if (r->manifest_before.ino && (r->manifest_after.ino != r->manifest_before.ino ||
+                                   r->manifest_after.dev != r->manifest_before.dev)) {
+        snprintf(buf, size,
+                 "the manifest was %s (another process's connection would be left on "
+                 "the unlinked file)",
                  r->manifest_after.ino ? "unlinked and recreated" : "unlinked");
         return false;
     }
@@ -877,8 +885,8 @@ static void run_case(const fault_case *c) {
     prepare(c, p.cache);
     run r;
     run_once(c, &p, 0, 0, false, &r);
-    if (r.rc != YYC_OK) fail_msg("%s: the operation fails without any fault: %s", c->name,
-                                 yyc_status_name(r.rc));
+    if (r.rc != YYC_OK)
+        fail_msg("%s: the operation fails without any fault: %s", c->name, yyc_status_name(r.rc));
     long npoints = r.points;
     fi_kind *kinds = calloc((size_t)npoints + 1, sizeof *kinds);
     assert_non_null(kinds);
@@ -930,9 +938,8 @@ static void run_case(const fault_case *c) {
             bool ok = check_run(c, &p, &r, &before, &after, why, sizeof why, &known);
             if (!ok && known && !strict) {
                 if (known_runs++ < 1)
-                    fprintf(stderr, "known bug, %s: point %ld/%ld (%s, %s%s) -> %s: %s\n",
-                            c->name, pt, npoints, fi_kind_name(k),
-                            fi_error_name(k, fi_error_of(k, ei)),
+                    fprintf(stderr, "known bug, %s: point %ld/%ld (%s, %s%s) -> %s: %s\n", c->name,
+                            pt, npoints, fi_kind_name(k), fi_error_name(k, fi_error_of(k, ei)),
                             persistent ? ", and every later point" : "", yyc_status_name(r.rc),
                             why);
                 ok = true;
@@ -948,8 +955,8 @@ static void run_case(const fault_case *c) {
                             "[repro: YYC_FAULT_ONLY=%ld:%d:%d test_fault_loop %s]\n",
                             c->name, pt, npoints, fi_kind_name(k),
                             fi_error_name(k, fi_error_of(k, ei)),
-                            persistent ? ", and every later point" : "", yyc_status_name(r.rc),
-                            why, pt, ei, (int)persistent, c->name);
+                            persistent ? ", and every later point" : "", yyc_status_name(r.rc), why,
+                            pt, ei, (int)persistent, c->name);
             }
             place_free(&p);
         }
@@ -960,8 +967,9 @@ static void run_case(const fault_case *c) {
     fprintf(stderr, "%s: %ld points, %d runs, %d failed%s\n", c->name, npoints, runs, failures,
             stride > 1 ? " (a sample: YYC_FAULT_POINTS_MAX=0 runs every point)" : "");
     if (known_runs)
-        fprintf(stderr, "%s: %d runs failed because folder lock errors are ignored, a known bug "
-                        "fixed on branch %s: not counted (YYC_FAULT_STRICT=1 counts them)\n",
+        fprintf(stderr,
+                "%s: %d runs failed because folder lock errors are ignored, a known bug "
+                "fixed on branch %s: not counted (YYC_FAULT_STRICT=1 counts them)\n",
                 c->name, known_runs, lock_errors_known_bug);
     if (failures && c->known_bug && !strict) {
         fprintf(stderr,
@@ -973,33 +981,33 @@ static void run_case(const fault_case *c) {
     if (!failures && c->known_bug)
         fprintf(stderr, "%s: passes now: its known_bug (%s) can be removed\n", c->name,
                 c->known_bug);
-    if (failures) fail_msg("%s: %d of %d faulted runs broke a guarantee (above)", c->name,
-                           failures, runs);
+    if (failures)
+        fail_msg("%s: %d of %d faulted runs broke a guarantee (above)", c->name, failures, runs);
 }
 
 /* ---------------------------------------------------------------- the cases */
 
-#define CASE(fn, obj, prefilled, op, accept, bug)                                             \
-    static void fn(void **state) {                                                            \
-        (void)state;                                                                          \
-        static const fault_case c = {#fn, obj, prefilled, op, accept, bug, false, false};     \
-        run_case(&c);                                                                         \
+#define CASE(fn, obj, prefilled, op, accept, bug)                                         \
+    static void fn(void **state) {                                                        \
+        (void)state;                                                                      \
+        static const fault_case c = {#fn, obj, prefilled, op, accept, bug, false, false}; \
+        run_case(&c);                                                                     \
     }
 /* A case whose faults hit the background worker. */
-#define CASE_ON_WORKER(fn, obj, op, bug)                                                      \
-    static void fn(void **state) {                                                            \
-        (void)state;                                                                          \
-        static const fault_case c = {#fn,  obj,  true, op, ACCEPT_BEFORE_OR_AFTER,            \
-                                     bug, true, false};                                       \
-        run_case(&c);                                                                         \
+#define CASE_ON_WORKER(fn, obj, op, bug)                                   \
+    static void fn(void **state) {                                         \
+        (void)state;                                                       \
+        static const fault_case c = {                                      \
+            #fn, obj, true, op, ACCEPT_BEFORE_OR_AFTER, bug, true, false}; \
+        run_case(&c);                                                      \
     }
 
 /* A case on a folder whose a0..a2 expire (fault_case.expiring). */
-#define CASE_EXPIRING(fn, op, accept)                                                         \
-    static void fn(void **state) {                                                            \
-        (void)state;                                                                          \
-        static const fault_case c = {#fn, OBJ_DC, true, op, accept, NULL, false, true};       \
-        run_case(&c);                                                                         \
+#define CASE_EXPIRING(fn, op, accept)                                                   \
+    static void fn(void **state) {                                                      \
+        (void)state;                                                                    \
+        static const fault_case c = {#fn, OBJ_DC, true, op, accept, NULL, false, true}; \
+        run_case(&c);                                                                   \
     }
 
 #define BA ACCEPT_BEFORE_OR_AFTER
@@ -1008,16 +1016,16 @@ static void run_case(const fault_case *c) {
 
 CASE(kv_save_inline_survives_every_fault, OBJ_KV, true, op_kv_save_inline_new, BA, NULL)
 CASE(kv_save_file_survives_every_fault, OBJ_KV, true, op_kv_save_file_new, BA, NULL)
-CASE(kv_replace_inline_with_inline_survives_every_fault,
-     OBJ_KV, true, op_kv_replace_inline_inline, BA, NULL)
-CASE(kv_replace_inline_with_file_survives_every_fault,
-     OBJ_KV, true, op_kv_replace_inline_file, BA, NULL)
-CASE(kv_replace_file_with_inline_survives_every_fault,
-     OBJ_KV, true, op_kv_replace_file_inline, BA, NULL)
-CASE(kv_replace_file_with_file_survives_every_fault,
-     OBJ_KV, true, op_kv_replace_file_file, BA, NULL)
-CASE(kv_replace_file_with_renamed_file_survives_every_fault,
-     OBJ_KV, true, op_kv_replace_file_other_name, BA, NULL)
+CASE(kv_replace_inline_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_inline,
+     BA, NULL)
+CASE(kv_replace_inline_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_inline_file, BA,
+     NULL)
+CASE(kv_replace_file_with_inline_survives_every_fault, OBJ_KV, true, op_kv_replace_file_inline, BA,
+     NULL)
+CASE(kv_replace_file_with_file_survives_every_fault, OBJ_KV, true, op_kv_replace_file_file, BA,
+     NULL)
+CASE(kv_replace_file_with_renamed_file_survives_every_fault, OBJ_KV, true,
+     op_kv_replace_file_other_name, BA, NULL)
 CASE(kv_remove_inline_survives_every_fault, OBJ_KV, true, op_kv_remove_inline, BA, NULL)
 CASE(kv_remove_file_survives_every_fault, OBJ_KV, true, op_kv_remove_file, BA, NULL)
 CASE(kv_remove_keys_survives_every_fault, OBJ_KV, true, op_kv_remove_keys, BA, NULL)
@@ -1032,20 +1040,20 @@ CASE(kv_open_existing_folder_survives_every_fault, OBJ_NONE, true, op_kv_open, B
 CASE(kv_close_survives_every_fault, OBJ_KV_CLOSED, true, op_kv_close, BA, NULL)
 CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
 CASE_ON_WORKER(kv_sweep_after_open_survives_every_fault, OBJ_NONE, op_kv_open_then_sweep, NULL)
-CASE_ON_WORKER(kv_trash_emptying_survives_every_fault,
-               OBJ_KV, op_kv_remove_all_then_empty_trash, NULL)
+CASE_ON_WORKER(kv_trash_emptying_survives_every_fault, OBJ_KV, op_kv_remove_all_then_empty_trash,
+               NULL)
 CASE(kv_group_commit_survives_every_fault, OBJ_KV, true, op_kv_save_each, EW, NULL)
 CASE(kv_deferred_batch_survives_every_fault, OBJ_KV, true, op_kv_apply_batch, BA, NULL)
 CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
 CASE(dc_set_file_survives_every_fault, OBJ_DC, true, op_dc_set_file_new, BA, NULL)
-CASE(dc_replace_inline_with_inline_survives_every_fault,
-     OBJ_DC, true, op_dc_replace_inline_inline, BA, NULL)
-CASE(dc_replace_inline_with_file_survives_every_fault,
-     OBJ_DC, true, op_dc_replace_inline_file, BA, NULL)
-CASE(dc_replace_file_with_inline_survives_every_fault,
-     OBJ_DC, true, op_dc_replace_file_inline, BA, NULL)
-CASE(dc_replace_file_with_file_survives_every_fault,
-     OBJ_DC, true, op_dc_replace_file_file, BA, NULL)
+CASE(dc_replace_inline_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_inline,
+     BA, NULL)
+CASE(dc_replace_inline_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_inline_file, BA,
+     NULL)
+CASE(dc_replace_file_with_inline_survives_every_fault, OBJ_DC, true, op_dc_replace_file_inline, BA,
+     NULL)
+CASE(dc_replace_file_with_file_survives_every_fault, OBJ_DC, true, op_dc_replace_file_file, BA,
+     NULL)
 CASE(dc_remove_survives_every_fault, OBJ_DC, true, op_dc_remove, BA, NULL)
 CASE(dc_trim_to_count_survives_every_fault, OBJ_DC, true, op_dc_trim_to_count, RR, NULL)
 CASE(dc_trim_to_cost_survives_every_fault, OBJ_DC, true, op_dc_trim_to_cost, RR, NULL)

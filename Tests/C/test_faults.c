@@ -92,8 +92,8 @@ static void expect_version(yyc_diskcache *dc, const char *key, uint64_t want) {
     int s;
     uint64_t got = read_version(dc, key, &s);
     if (got != want)
-        fail_msg("%s: read version %llu (status %s), expected %llu", key,
-                 (unsigned long long)got, yyc_status_name(s), (unsigned long long)want);
+        fail_msg("%s: read version %llu (status %s), expected %llu", key, (unsigned long long)got,
+                 yyc_status_name(s), (unsigned long long)want);
 }
 
 /* The cache at dir works: a new small and a new large value are stored and read back. */
@@ -607,7 +607,8 @@ static void same_size_change_of_an_inline_value_is_detected(void **state) {
     sqlite3 *db;
     sqlite3_stmt *st;
     assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
-    assert_int_equal(sqlite3_prepare_v2(db, "UPDATE manifest SET inline_data = ?1 WHERE key = 'victim'",
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "UPDATE manifest SET inline_data = ?1 WHERE key = 'victim'",
                                         -1, &st, NULL),
                      SQLITE_OK);
     sqlite3_bind_blob(st, 1, v, (int)len, SQLITE_TRANSIENT);
@@ -630,10 +631,11 @@ static void rows_without_a_checksum_still_read(void **state) {
     assert_int_equal(sqlite3_open(db_path, &db), SQLITE_OK);
     /* Every column YYKVStorage does not know is cleared. */
     sqlite3_stmt *st;
-    assert_int_equal(sqlite3_prepare_v2(db, "SELECT name FROM pragma_table_info('manifest') WHERE "
-                                            "name NOT IN ('key', 'filename', 'size', "
-                                            "'inline_data', 'modification_time', "
-                                            "'last_access_time', 'extended_data')",
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT name FROM pragma_table_info('manifest') WHERE "
+                                        "name NOT IN ('key', 'filename', 'size', "
+                                        "'inline_data', 'modification_time', "
+                                        "'last_access_time', 'extended_data')",
                                         -1, &st, NULL),
                      SQLITE_OK);
     int extra = 0;
@@ -882,8 +884,7 @@ static int child_tmpfs_full(int argc, char **argv) {
     } else {
         fprintf(stderr, "tmpfs_full: reopen on a full disk: %s (%s)\n", yyc_status_name(s),
                 rel_last_error());
-        REL_CHECK(s == YYC_ENOSPC || s == YYC_EIO, "reopen on a full disk: %s",
-                  yyc_status_name(s));
+        REL_CHECK(s == YYC_ENOSPC || s == YYC_EIO, "reopen on a full disk: %s", yyc_status_name(s));
     }
     REL_CHECK(unlink(filler) == 0 && unlink(filler2) == 0, "unlink fillers"); /* fault gone */
     free(filler2);
@@ -991,12 +992,9 @@ static void read_only_folder_gives_eperm_and_loses_nothing(void **state) {
 /* ---------------------------------------------------------------- main */
 
 static const rel_child children[] = {
-    {"walwriter", child_walwriter},
-    {"fsize_data", child_fsize_data},
-    {"fsize_manifest", child_fsize_manifest},
-    {"readonly", child_readonly},
-    {"tmpfs_full", child_tmpfs_full},
-    {NULL, NULL},
+    {"walwriter", child_walwriter},           {"fsize_data", child_fsize_data},
+    {"fsize_manifest", child_fsize_manifest}, {"readonly", child_readonly},
+    {"tmpfs_full", child_tmpfs_full},         {NULL, NULL},
 };
 
 int main(int argc, char **argv) {
@@ -1004,29 +1002,47 @@ int main(int argc, char **argv) {
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(garbage_manifest_is_rebuilt_and_reported, setup, teardown),
-        cmocka_unit_test_setup_teardown(garbage_after_an_sqlite_header_is_rebuilt_and_reported, setup, teardown),
-        cmocka_unit_test_setup_teardown(empty_manifest_file_opens_as_an_empty_cache, setup, teardown),
-        cmocka_unit_test_setup_teardown(truncated_manifest_never_returns_wrong_values_and_recovers, setup, teardown),
-        cmocka_unit_test_setup_teardown(foreign_schema_manifest_is_rebuilt_or_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(garbage_after_an_sqlite_header_is_rebuilt_and_reported,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(empty_manifest_file_opens_as_an_empty_cache, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(truncated_manifest_never_returns_wrong_values_and_recovers,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(foreign_schema_manifest_is_rebuilt_or_refused, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(manifest_with_an_extra_column_still_works, setup, teardown),
-        cmocka_unit_test_setup_teardown(manifest_that_is_a_folder_gives_an_error_then_works, setup, teardown),
-        cmocka_unit_test_setup_teardown(deleted_wal_after_a_crash_never_gives_wrong_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(garbage_wal_after_a_crash_never_gives_wrong_values, setup, teardown),
-        cmocka_unit_test_setup_teardown(garbage_shm_after_a_crash_keeps_every_committed_change, setup, teardown),
-        cmocka_unit_test_setup_teardown(deleted_shm_after_a_crash_keeps_every_committed_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(manifest_that_is_a_folder_gives_an_error_then_works, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(deleted_wal_after_a_crash_never_gives_wrong_values, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(garbage_wal_after_a_crash_never_gives_wrong_values, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(garbage_shm_after_a_crash_keeps_every_committed_change,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(deleted_shm_after_a_crash_keeps_every_committed_change,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(truncated_data_file_reads_as_a_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(longer_data_file_reads_as_a_miss, setup, teardown),
-        cmocka_unit_test_setup_teardown(data_file_replaced_by_a_folder_or_a_fifo_reads_as_a_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(data_file_replaced_by_a_folder_or_a_fifo_reads_as_a_miss,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(same_size_foreign_data_file_is_detected, setup, teardown),
-        cmocka_unit_test_setup_teardown(same_size_change_of_an_inline_value_is_detected, setup, teardown),
+        cmocka_unit_test_setup_teardown(same_size_change_of_an_inline_value_is_detected, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(rows_without_a_checksum_still_read, setup, teardown),
-        cmocka_unit_test_setup_teardown(leftover_temporary_and_unreferenced_files_are_removed_by_the_next_open, setup, teardown),
-        cmocka_unit_test_setup_teardown(data_folder_replaced_by_a_file_while_closed, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            leftover_temporary_and_unreferenced_files_are_removed_by_the_next_open, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(data_folder_replaced_by_a_file_while_closed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(data_folder_replaced_by_a_file_while_open, setup, teardown),
-        cmocka_unit_test_setup_teardown(file_size_limit_on_a_data_file_gives_enospc_and_keeps_the_old_value, setup, teardown),
-        cmocka_unit_test_setup_teardown(file_size_limit_on_the_manifest_gives_enospc_and_keeps_the_old_value, setup, teardown),
-        cmocka_unit_test_setup_teardown(read_only_folder_gives_eperm_and_loses_nothing, setup, teardown),
-        cmocka_unit_test_setup_teardown(full_disk_gives_enospc_keeps_old_values_and_recovers, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            file_size_limit_on_a_data_file_gives_enospc_and_keeps_the_old_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            file_size_limit_on_the_manifest_gives_enospc_and_keeps_the_old_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(read_only_folder_gives_eperm_and_loses_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(full_disk_gives_enospc_keeps_old_values_and_recovers, setup,
+                                        teardown),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,7 +41,8 @@ typedef struct gate {
     bool open;
     atomic_bool reached;
 } gate;
-#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false}
+#define GATE_INIT \
+    { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false }
 
 static void gate_wait(gate *g) {
     atomic_store(&g->reached, true);
@@ -69,8 +70,8 @@ static void child_release(void *ctx, void *value) {
 }
 
 /* Exits the child with `code` unless cond holds. */
-#define CHILD_CHECK(cond, code) \
-    do {                        \
+#define CHILD_CHECK(cond, code)   \
+    do {                          \
         if (!(cond)) _exit(code); \
     } while (0)
 
@@ -150,8 +151,7 @@ static int run_child(void (*body)(void *), void *arg) {
 static void assert_child_succeeded(int status) {
     if (WIFSIGNALED(status))
         print_error("child killed by signal %d (SIGALRM: it hung)\n", WTERMSIG(status));
-    else if (WEXITSTATUS(status) != 0)
-        print_error("child failed check %d\n", WEXITSTATUS(status));
+    else if (WEXITSTATUS(status) != 0) print_error("child failed check %d\n", WEXITSTATUS(status));
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
 }
@@ -207,8 +207,7 @@ static void child_creates_and_uses_new_caches_after_the_parent_used_the_worker(v
     yyc_diskcache_set_auto_trim_interval(dc, 0.001);
     static gate disk_gate = GATE_INIT;
     static int disk_owner;
-    assert_int_equal(yyc__worker_async(YYC__QUEUE_DISK, &disk_owner, gate_job, &disk_gate),
-                     YYC_OK);
+    assert_int_equal(yyc__worker_async(YYC__QUEUE_DISK, &disk_owner, gate_job, &disk_gate), YYC_OK);
     assert_true(WAIT_UNTIL(atomic_load(&disk_gate.reached), 30));
 
     int status = run_child(child_uses_every_kind, &f);

@@ -35,7 +35,7 @@ typedef struct counters {
     atomic_int gate_entered; /* it is waiting now (or has waited) */
     atomic_int poison;       /* 0: none; 1: a poison key's row write fails; 2: after a rollback */
     atomic_long row_writes, autocommit_rows, commits, savepoints;
-    atomic_int ready;        /* writers about to call set */
+    atomic_int ready; /* writers about to call set */
     pid_t tids[WRITERS];
     int nwriters;
 } counters;
@@ -290,7 +290,8 @@ static void group_committed_sets_keep_their_own_time_to_live_events_and_insertio
     memset(ws, 0, sizeof ws);
     for (int i = 1; i < WRITERS; i += 2) { /* the values being replaced */
         writer *w = &ws[i + 1];
-        *w = (writer){.dc = dc, .index = i, .len = i % 4 == 1 ? 3000 : 100, .seed = 100u + (unsigned)i};
+        *w = (writer){
+            .dc = dc, .index = i, .len = i % 4 == 1 ? 3000 : 100, .seed = 100u + (unsigned)i};
         snprintf(w->key, sizeof w->key, "w%d", i);
         writer_main(w);
         assert_int_equal(w->status, YYC_OK);
@@ -307,8 +308,11 @@ static void group_committed_sets_keep_their_own_time_to_live_events_and_insertio
     assert_true(WAIT_UNTIL(atomic_load(&C.gate_entered), 30.0));
     for (int i = 0; i < WRITERS; i++) {
         writer *w = &ws[i + 1];
-        *w = (writer){.dc = dc, .index = i, .len = i % 4 == 0 ? 5000 : 200,
-                      .seed = 200u + (unsigned)i, .ttl = i % 2 == 0 ? 60 : 0};
+        *w = (writer){.dc = dc,
+                      .index = i,
+                      .len = i % 4 == 0 ? 5000 : 200,
+                      .seed = 200u + (unsigned)i,
+                      .ttl = i % 2 == 0 ? 60 : 0};
         snprintf(w->key, sizeof w->key, "w%d", i);
         assert_int_equal(pthread_create(&w->thread, NULL, writer_main, w), 0);
     }
@@ -345,8 +349,8 @@ static void group_committed_sets_keep_their_own_time_to_live_events_and_insertio
         int rc = yyc_diskcache_get(dc, w->key, &got, &n);
         yyc_free(got);
         if (rc != (expires ? YYC_NOTFOUND : YYC_OK))
-            fail_msg("%s: get returns %s 61 s later (time to live %g)", w->key,
-                     yyc_status_name(rc), w->ttl);
+            fail_msg("%s: get returns %s 61 s later (time to live %g)", w->key, yyc_status_name(rc),
+                     w->ttl);
     }
     yyc__kv_testing_advance_clock(-61 * 1000);
     yyc_diskcache_release(dc);

@@ -450,13 +450,20 @@ static void new_folders_are_0700_and_files_0600(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(link_named_like_a_value_file_is_never_written_through, setup, teardown),
-        cmocka_unit_test_setup_teardown(link_in_place_of_a_value_file_is_never_read_through, setup, teardown),
-        cmocka_unit_test_setup_teardown(remove_and_trims_never_delete_through_links, setup, teardown),
-        cmocka_unit_test_setup_teardown(remove_all_and_the_trash_never_follow_links, setup, teardown),
-        cmocka_unit_test_setup_teardown(links_in_place_of_data_trash_and_manifest_are_not_followed, setup, teardown),
-        cmocka_unit_test_setup_teardown(links_in_place_of_the_wal_and_shm_are_not_followed, setup, teardown),
-        cmocka_unit_test_setup_teardown(manifest_rows_naming_outside_paths_are_never_followed, setup, teardown),
+        cmocka_unit_test_setup_teardown(link_named_like_a_value_file_is_never_written_through,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(link_in_place_of_a_value_file_is_never_read_through, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(remove_and_trims_never_delete_through_links, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(remove_all_and_the_trash_never_follow_links, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(links_in_place_of_data_trash_and_manifest_are_not_followed,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(links_in_place_of_the_wal_and_shm_are_not_followed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(manifest_rows_naming_outside_paths_are_never_followed,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(new_folders_are_0700_and_files_0600, setup, teardown),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);

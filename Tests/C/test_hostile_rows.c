@@ -427,8 +427,8 @@ static void kv_items_place_value_and_extended_data_at_max_align_t(void **state) 
         const char *name = i % 2 ? "odd-file-name" : NULL;
         char fname[32];
         if (name) snprintf(fname, sizeof fname, "%s-%zu", name, i);
-        assert_int_equal(yyc_kv_save(kv, keys[i], value, sizeof value - i, name ? fname : NULL,
-                                     ext, sizeof ext - i),
+        assert_int_equal(yyc_kv_save(kv, keys[i], value, sizeof value - i, name ? fname : NULL, ext,
+                                     sizeof ext - i),
                          YYC_OK);
     }
     for (size_t i = 0; i < 5; i++) {
@@ -554,19 +554,33 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--child") == 0)
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(trim_to_cost_removes_rows_whose_key_is_null_or_a_blob, setup, teardown),
-        cmocka_unit_test_setup_teardown(trim_to_count_removes_rows_whose_key_is_null_or_a_blob, setup, teardown),
-        cmocka_unit_test_setup_teardown(remove_all_with_progress_removes_rows_whose_key_is_null_or_a_blob, setup, teardown),
-        cmocka_unit_test_setup_teardown(auto_trim_with_hostile_keys_finishes_and_frees_the_worker, setup, teardown),
-        cmocka_unit_test_setup_teardown(remove_keys_and_exact_key_remove_still_work_next_to_hostile_rows, setup, teardown),
-        cmocka_unit_test_setup_teardown(sizes_summing_past_int64_max_saturate_and_cost_trims_work, setup, teardown),
-        cmocka_unit_test_setup_teardown(null_text_negative_and_real_sizes_cost_nothing_and_never_stall_a_trim, setup, teardown),
-        cmocka_unit_test_setup_teardown(age_trim_racing_a_refresh_never_leaves_a_row_without_its_file, setup, teardown),
-        cmocka_unit_test_setup_teardown(folder_lock_held_by_another_process_gives_ebusy_after_the_busy_timeout, setup, teardown),
-        cmocka_unit_test_setup_teardown(folder_lock_errors_are_reported_and_nothing_proceeds_unlocked, setup, teardown),
-        cmocka_unit_test_setup_teardown(kv_items_place_value_and_extended_data_at_max_align_t, setup, teardown),
-        cmocka_unit_test_setup_teardown(error_hook_that_calls_a_failing_function_keeps_the_callers_last_error, setup, teardown),
-        cmocka_unit_test_setup_teardown(foreign_object_named_manifest_is_rebuilt_and_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(trim_to_cost_removes_rows_whose_key_is_null_or_a_blob,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(trim_to_count_removes_rows_whose_key_is_null_or_a_blob,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            remove_all_with_progress_removes_rows_whose_key_is_null_or_a_blob, setup, teardown),
+        cmocka_unit_test_setup_teardown(auto_trim_with_hostile_keys_finishes_and_frees_the_worker,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            remove_keys_and_exact_key_remove_still_work_next_to_hostile_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(sizes_summing_past_int64_max_saturate_and_cost_trims_work,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            null_text_negative_and_real_sizes_cost_nothing_and_never_stall_a_trim, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            age_trim_racing_a_refresh_never_leaves_a_row_without_its_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            folder_lock_held_by_another_process_gives_ebusy_after_the_busy_timeout, setup,
+            teardown),
+        cmocka_unit_test_setup_teardown(
+            folder_lock_errors_are_reported_and_nothing_proceeds_unlocked, setup, teardown),
+        cmocka_unit_test_setup_teardown(kv_items_place_value_and_extended_data_at_max_align_t,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            error_hook_that_calls_a_failing_function_keeps_the_callers_last_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(foreign_object_named_manifest_is_rebuilt_and_reported,
+                                        setup, teardown),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

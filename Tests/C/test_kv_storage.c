@@ -165,8 +165,8 @@ static void kv_open_creates_layout_with_private_permissions(void **state) {
     assert_int_equal(tk_raw_int(db, "select count(*) from pragma_table_info('manifest') where "
                                     "name in ('value_crc32c', 'extended_crc32c', 'yyc_expiry_ms')"),
                      3);
-    assert_int_equal(tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"),
-                     1);
+    assert_int_equal(
+        tk_raw_int(db, "select pk from pragma_table_info('manifest') where name='key'"), 1);
     sqlite3_close(db);
     yyc_kv_close(kv);
     test_rm_rf(base);
@@ -894,9 +894,10 @@ static void kv_totals_above_2_gib_do_not_wrap(void **state) {
     yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
     /* Sizes recorded as YYKVStorage would for huge file values (the files are not needed to
      * count them). */
-    tk_exec(dir, "insert into manifest " TK_COLS " values ('a', 'fa', 1500000000, null, 1, 1, null);"
-                 "insert into manifest " TK_COLS " values ('b', 'fb', 1500000000, null, 2, 2, null);"
-                 "insert into manifest " TK_COLS " values ('c', 'fc', 3000000000, null, 3, 3, null);");
+    tk_exec(dir,
+            "insert into manifest " TK_COLS " values ('a', 'fa', 1500000000, null, 1, 1, null);"
+            "insert into manifest " TK_COLS " values ('b', 'fb', 1500000000, null, 2, 2, null);"
+            "insert into manifest " TK_COLS " values ('c', 'fc', 3000000000, null, 3, 3, null);");
     int64_t size = 0;
     assert_int_equal(yyc_kv_size(kv, &size), YYC_OK);
     assert_int_equal(size, INT64_C(6000000000));
@@ -1015,12 +1016,11 @@ static void kv_reads_a_manifest_written_by_yykvstorage(void **state) {
     assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "trash"), 0755), 0);
     /* Exactly YYKVStorage's initialization script (spec 2.2) and rows as it writes them. */
     sqlite3 *db = tk_raw_open(dir);
-    tk_raw_exec(db,
-                "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
-                "exists manifest (key text, filename text, size integer, inline_data blob, "
-                "modification_time integer, last_access_time integer, extended_data blob, "
-                "primary key(key)); create index if not exists last_access_time_idx on "
-                "manifest(last_access_time);");
+    tk_raw_exec(db, "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
+                    "exists manifest (key text, filename text, size integer, inline_data blob, "
+                    "modification_time integer, last_access_time integer, extended_data blob, "
+                    "primary key(key)); create index if not exists last_access_time_idx on "
+                    "manifest(last_access_time);");
     char md5[33], rel[64], sql[512];
     yyc_kv_md5_filename("file-key", md5);
     tk_md5_rel(rel, "file-key");
@@ -1339,7 +1339,8 @@ static void kv_symlinks_in_the_folder_are_never_followed(void **state) {
     assert_int_equal(tk_file_size(outside, "precious"), 4);
     assert_int_equal(tk_count_entries(outside, ""), 1);
     /* A row naming a path outside data/ (written by someone else) touches nothing. */
-    tk_exec(dir, "insert into manifest " TK_COLS " values ('evil', '../../precious', 4, null, 1, 1, null)");
+    tk_exec(dir, "insert into manifest " TK_COLS
+                 " values ('evil', '../../precious', 4, null, 1, 1, null)");
     assert_int_equal(yyc_kv_get_value(kv, "evil", &v, &len), YYC_NOTFOUND);
     assert_int_equal(yyc_kv_remove(kv, "evil"), YYC_OK);
     assert_int_equal(tk_file_size(outside, "precious"), 4);
@@ -1415,7 +1416,6 @@ static void kv_errors_reach_the_hook_and_the_last_error_without_printing(void **
     test_rm_rf(dir);
     free(dir);
 }
-
 
 static void kv_stale_temporary_files_are_swept_after_open(void **state) {
     (void)state;
@@ -1502,7 +1502,8 @@ static void kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_cal
     yyc_error e;
     yyc_last_error(&e);
     assert_int_equal(e.code, YYC_ECORRUPT);
-    assert_true((e.sqlite_code & 0xff) == SQLITE_CORRUPT || (e.sqlite_code & 0xff) == SQLITE_NOTADB);
+    assert_true((e.sqlite_code & 0xff) == SQLITE_CORRUPT ||
+                (e.sqlite_code & 0xff) == SQLITE_NOTADB);
     /* The next call finds a rebuilt, empty manifest, and it was reported. */
     assert_int_equal(yyc_kv_count(kv, &n), YYC_OK);
     assert_int_equal(n, 0);
@@ -1762,12 +1763,11 @@ static void kv_manifest_without_the_extended_checksum_column_gains_it(void **sta
     assert_int_equal(mkdir(tk_join(p, sizeof p, dir, "trash"), 0755), 0);
     /* YYKVStorage's initialization script (spec 2.2) and a row with extended data. */
     sqlite3 *db = tk_raw_open(dir);
-    tk_raw_exec(db,
-                "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
-                "exists manifest (key text, filename text, size integer, inline_data blob, "
-                "modification_time integer, last_access_time integer, extended_data blob, "
-                "primary key(key)); create index if not exists last_access_time_idx on "
-                "manifest(last_access_time);");
+    tk_raw_exec(db, "pragma journal_mode = wal; pragma synchronous = normal; create table if not "
+                    "exists manifest (key text, filename text, size integer, inline_data blob, "
+                    "modification_time integer, last_access_time integer, extended_data blob, "
+                    "primary key(key)); create index if not exists last_access_time_idx on "
+                    "manifest(last_access_time);");
     tk_raw_exec(db, "insert into manifest " TK_COLS
                     " values ('old', null, 5, x'68656c6c6f', 1400000000, 1400000002, x'0102');");
     sqlite3_close(db);
@@ -1868,8 +1868,8 @@ static void kv_unreferenced_data_files_are_removed_after_open(void **state) {
     set_mtime_ago(p, 3600);
     tk_write_file(tk_join(p, sizeof p, dir, "data/fresh"), "new", 3);
     kv = open_kv(dir, YYC_KV_MIXED);
-    assert_true(WAIT_UNTIL(!tk_exists(dir, "data/orphan") && !tk_exists(dir, "data/orphan-link"),
-                           10));
+    assert_true(
+        WAIT_UNTIL(!tk_exists(dir, "data/orphan") && !tk_exists(dir, "data/orphan-link"), 10));
     assert_true(tk_exists(dir, "data/fresh"));
     assert_true(tk_exists(dir, "data/kept-file"));
     check_value(kv, "kept", "value");
@@ -1963,8 +1963,10 @@ static void kv_storages_sharing_a_folder_never_leave_rows_without_files(void **s
     /* Every row that names a file has it, with the recorded size. */
     sqlite3 *db = tk_raw_open(dir);
     sqlite3_stmt *s;
-    assert_int_equal(sqlite3_prepare_v2(db, "select filename, size from manifest where "
-                                            "filename is not null", -1, &s, NULL),
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "select filename, size from manifest where "
+                                        "filename is not null",
+                                        -1, &s, NULL),
                      SQLITE_OK);
     char rel[300];
     while (sqlite3_step(s) == SQLITE_ROW) {
@@ -1991,8 +1993,8 @@ static void remove_all_and_empty_the_trash(void *ctx) {
             WAIT_UNTIL(tk_count_entries(r->dir, "trash") == 0, 10);
 }
 
-static void kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds(
-    void **state) {
+static void
+kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds(void **state) {
     (void)state;
     char *dir = test_temp_dir("kv-trashedtemp");
     yyc_kv *a = open_kv(dir, YYC_KV_MIXED);
@@ -2066,9 +2068,7 @@ static void kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back(void **
 }
 
 /* Open descriptors of this process. */
-static int count_open_fds(void) {
-    return tk_count_entries("/proc/self", "fd");
-}
+static int count_open_fds(void) { return tk_count_entries("/proc/self", "fd"); }
 
 /* A save through a data/ descriptor that went stale before the save began (another storage's
  * remove-all, trash emptied): the value lands in the new data/, nothing is left behind. */
@@ -2101,8 +2101,7 @@ static void kv_a_save_after_another_remove_all_writes_into_the_new_data_folder(v
 
 /* The same while the old data/ still waits in the trash: the temporary file written into it is
  * moved into the new data/ under the lock, through the descriptor the save still holds. */
-static void kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back(
-    void **state) {
+static void kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back(void **state) {
     (void)state;
     char *dir = test_temp_dir("kv-staletrash");
     yyc_kv *kv = open_kv(dir, YYC_KV_MIXED);
@@ -2181,65 +2180,65 @@ static void kv_unlocked_reads_open_files_in_the_current_data_folder_without_open
 }
 
 static const struct CMUnitTest tests[] = {
-        cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
-        cmocka_unit_test(kv_open_rejects_bad_arguments),
-        cmocka_unit_test(kv_save_inline_then_read_item_info_and_value),
-        cmocka_unit_test(kv_save_with_filename_writes_the_file_and_a_row_without_inline_data),
-        cmocka_unit_test(kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file),
-        cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_the_preupdate_hook),
-        cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_a_lookup),
-        cmocka_unit_test(kv_removes_delete_their_files_with_the_preupdate_hook),
-        cmocka_unit_test(kv_removes_delete_their_files_with_a_lookup),
-        cmocka_unit_test(kv_saves_find_old_files_in_a_manifest_with_reordered_columns),
-        cmocka_unit_test(kv_file_type_without_a_filename_fails_and_writes_nothing),
-        cmocka_unit_test(kv_sqlite_type_ignores_filenames_and_stores_inline),
-        cmocka_unit_test(kv_empty_values_are_stored_and_read_back_as_empty),
-        cmocka_unit_test(kv_empty_key_fails_writes_misses_reads_and_ignores_removals),
-        cmocka_unit_test(kv_invalid_filenames_are_rejected_and_nothing_is_written),
-        cmocka_unit_test(kv_md5_filenames_are_lowercase_hex),
-        cmocka_unit_test(kv_remove_by_key_and_by_key_list_delete_rows_and_files),
-        cmocka_unit_test(kv_remove_larger_than_removes_big_items_and_honours_sentinels),
-        cmocka_unit_test(kv_remove_earlier_than_uses_strictly_earlier_access_times),
-        cmocka_unit_test(kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion),
-        cmocka_unit_test(kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later),
-        cmocka_unit_test(kv_open_empties_a_leftover_trash),
-        cmocka_unit_test(kv_trash_folders_are_named_by_uppercase_uuids),
-        cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
-        cmocka_unit_test(kv_storages_sharing_a_folder_never_leave_rows_without_files),
-        cmocka_unit_test(kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds),
-        cmocka_unit_test(kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds),
-        cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
-        cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
-        cmocka_unit_test(kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back),
-        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2),
-        cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2),
-        cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
-        cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
-        cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
-        cmocka_unit_test(kv_batch_get_and_remove_with_more_keys_than_sqlite_variable_limit),
-        cmocka_unit_test(kv_totals_above_2_gib_do_not_wrap),
-        cmocka_unit_test(kv_inline_values_above_sqlite_limit_fail_with_too_big),
-        cmocka_unit_test(kv_access_time_is_updated_exactly_as_yykvstorage_does),
-        cmocka_unit_test(kv_reads_a_manifest_written_by_yykvstorage),
-        cmocka_unit_test(kv_values_that_do_not_match_their_checksum_read_as_misses),
-        cmocka_unit_test(kv_checksums_are_standard_crc32c),
-        cmocka_unit_test(kv_extended_data_that_does_not_match_its_checksum_reads_as_a_miss),
-        cmocka_unit_test(kv_extended_data_round_trips_with_its_checksum),
-        cmocka_unit_test(kv_manifest_without_the_extended_checksum_column_gains_it),
-        cmocka_unit_test(kv_rows_with_a_null_extended_checksum_are_not_checked),
-        cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
-        cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
-        cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),
-        cmocka_unit_test_teardown(kv_a_read_only_folder_gives_a_permission_error, restore_euid),
-        cmocka_unit_test(kv_lazy_reopen_follows_yykvstorage_retry_limits),
-        cmocka_unit_test(kv_symlinks_in_the_folder_are_never_followed),
-        cmocka_unit_test(kv_statements_are_reset_after_use_so_checkpoints_complete),
-        cmocka_unit_test(kv_errors_reach_the_hook_and_the_last_error_without_printing),
-        cmocka_unit_test(kv_stale_temporary_files_are_swept_after_open),
-        cmocka_unit_test(kv_unreferenced_data_files_are_removed_after_open),
-        cmocka_unit_test(kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_call),
-        cmocka_unit_test(kv_a_file_size_limit_gives_no_space_and_keeps_the_old_value),
-        cmocka_unit_test(kv_a_manifest_that_cannot_grow_gives_no_space_and_keeps_the_old_value),
+    cmocka_unit_test(kv_open_creates_layout_with_private_permissions),
+    cmocka_unit_test(kv_open_rejects_bad_arguments),
+    cmocka_unit_test(kv_save_inline_then_read_item_info_and_value),
+    cmocka_unit_test(kv_save_with_filename_writes_the_file_and_a_row_without_inline_data),
+    cmocka_unit_test(kv_mixed_moving_a_value_between_inline_and_file_deletes_the_old_file),
+    cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_the_preupdate_hook),
+    cmocka_unit_test(kv_saves_delete_the_files_they_leave_behind_with_a_lookup),
+    cmocka_unit_test(kv_removes_delete_their_files_with_the_preupdate_hook),
+    cmocka_unit_test(kv_removes_delete_their_files_with_a_lookup),
+    cmocka_unit_test(kv_saves_find_old_files_in_a_manifest_with_reordered_columns),
+    cmocka_unit_test(kv_file_type_without_a_filename_fails_and_writes_nothing),
+    cmocka_unit_test(kv_sqlite_type_ignores_filenames_and_stores_inline),
+    cmocka_unit_test(kv_empty_values_are_stored_and_read_back_as_empty),
+    cmocka_unit_test(kv_empty_key_fails_writes_misses_reads_and_ignores_removals),
+    cmocka_unit_test(kv_invalid_filenames_are_rejected_and_nothing_is_written),
+    cmocka_unit_test(kv_md5_filenames_are_lowercase_hex),
+    cmocka_unit_test(kv_remove_by_key_and_by_key_list_delete_rows_and_files),
+    cmocka_unit_test(kv_remove_larger_than_removes_big_items_and_honours_sentinels),
+    cmocka_unit_test(kv_remove_earlier_than_uses_strictly_earlier_access_times),
+    cmocka_unit_test(kv_lru_eviction_removes_oldest_access_first_with_ties_by_insertion),
+    cmocka_unit_test(kv_remove_all_leaves_empty_manifest_and_data_and_trash_empties_later),
+    cmocka_unit_test(kv_open_empties_a_leftover_trash),
+    cmocka_unit_test(kv_trash_folders_are_named_by_uppercase_uuids),
+    cmocka_unit_test(kv_remove_all_keeps_other_connections_on_the_folder_working),
+    cmocka_unit_test(kv_storages_sharing_a_folder_never_leave_rows_without_files),
+    cmocka_unit_test(kv_a_save_whose_temporary_file_was_trashed_by_another_remove_all_succeeds),
+    cmocka_unit_test(kv_a_save_into_a_data_folder_trashed_before_its_write_succeeds),
+    cmocka_unit_test(kv_a_save_whose_temporary_file_is_in_the_trash_moves_it_back),
+    cmocka_unit_test(kv_a_save_after_another_remove_all_writes_into_the_new_data_folder),
+    cmocka_unit_test(kv_a_save_through_a_data_folder_trashed_earlier_moves_its_file_back),
+    cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_with_openat2),
+    cmocka_unit_test(kv_unlocked_reads_open_files_in_the_current_data_folder_without_openat2),
+    cmocka_unit_test(kv_remove_all_gives_the_manifest_space_back),
+    cmocka_unit_test(kv_a_data_folder_replaced_while_open_is_recreated),
+    cmocka_unit_test(kv_remove_all_with_progress_reports_monotonically_up_to_the_total),
+    cmocka_unit_test(kv_batch_get_and_remove_with_more_keys_than_sqlite_variable_limit),
+    cmocka_unit_test(kv_totals_above_2_gib_do_not_wrap),
+    cmocka_unit_test(kv_inline_values_above_sqlite_limit_fail_with_too_big),
+    cmocka_unit_test(kv_access_time_is_updated_exactly_as_yykvstorage_does),
+    cmocka_unit_test(kv_reads_a_manifest_written_by_yykvstorage),
+    cmocka_unit_test(kv_values_that_do_not_match_their_checksum_read_as_misses),
+    cmocka_unit_test(kv_checksums_are_standard_crc32c),
+    cmocka_unit_test(kv_extended_data_that_does_not_match_its_checksum_reads_as_a_miss),
+    cmocka_unit_test(kv_extended_data_round_trips_with_its_checksum),
+    cmocka_unit_test(kv_manifest_without_the_extended_checksum_column_gains_it),
+    cmocka_unit_test(kv_rows_with_a_null_extended_checksum_are_not_checked),
+    cmocka_unit_test(kv_a_data_file_deleted_behind_its_back_reads_as_a_miss_and_the_row_goes),
+    cmocka_unit_test(kv_a_garbage_manifest_is_rebuilt_and_reported),
+    cmocka_unit_test(kv_a_manifest_locked_by_another_connection_gives_busy_and_keeps_data),
+    cmocka_unit_test_teardown(kv_a_read_only_folder_gives_a_permission_error, restore_euid),
+    cmocka_unit_test(kv_lazy_reopen_follows_yykvstorage_retry_limits),
+    cmocka_unit_test(kv_symlinks_in_the_folder_are_never_followed),
+    cmocka_unit_test(kv_statements_are_reset_after_use_so_checkpoints_complete),
+    cmocka_unit_test(kv_errors_reach_the_hook_and_the_last_error_without_printing),
+    cmocka_unit_test(kv_stale_temporary_files_are_swept_after_open),
+    cmocka_unit_test(kv_unreferenced_data_files_are_removed_after_open),
+    cmocka_unit_test(kv_corruption_found_while_open_rebuilds_the_manifest_at_the_next_call),
+    cmocka_unit_test(kv_a_file_size_limit_gives_no_space_and_keeps_the_old_value),
+    cmocka_unit_test(kv_a_manifest_that_cannot_grow_gives_no_space_and_keeps_the_old_value),
 };
 
 YYC_TEST_MAIN(tests)

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 /* YYKVStorage's seven columns, named (as YYKVStorage's own statements name them). */
-#define TK_COLS                                                                               \
+#define TK_COLS \
     "(key, filename, size, inline_data, modification_time, last_access_time, extended_data)"
 
 /* "<dir>/<name>" in a static buffer (one at a time per call site: copy if you need two). */

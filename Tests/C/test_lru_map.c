@@ -596,7 +596,6 @@ static void lru_map_random_operations_match_model(void **state) {
     free(md);
 }
 
-
 /* Inline values: value_size bytes per node after the key, aligned, kept through resizes,
  * detach_all and destroy (the layout survives). ASan checks that the bytes are in the node. */
 static void lru_map_inline_values_follow_the_key_aligned(void **state) {
@@ -613,7 +612,8 @@ static void lru_map_inline_values_follow_the_key_aligned(void **state) {
         assert_int_equal(m.value_size, size);
         char key[64];
         for (int i = 0; i < 300; i++) {
-            int n = snprintf(key, sizeof key, "%.*s%d", i % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
+            int n = snprintf(key, sizeof key, "%.*s%d", i % 40,
+                             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
             bool inserted;
             yyc__lru_node *node = yyc__lru_map_find_or_insert(&m, key, (size_t)n, &inserted);
             assert_non_null(node);
@@ -630,7 +630,8 @@ static void lru_map_inline_values_follow_the_key_aligned(void **state) {
         }
         CHECKED(&m);
         for (int i = 0; i < 300; i++) {
-            int n = snprintf(key, sizeof key, "%.*s%d", i % 40, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
+            int n = snprintf(key, sizeof key, "%.*s%d", i % 40,
+                             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", i);
             yyc__lru_node *node = yyc__lru_map_find(&m, key, (size_t)n);
             assert_non_null(node);
             unsigned char *v = yyc__lru_node_value(node, size, align);

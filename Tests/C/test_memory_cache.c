@@ -547,11 +547,11 @@ static void async_release_runs_off_the_calling_thread(void **state) {
     put(c, &t, "a", 0);
     put(c, &t, "b", 0);
     put(c, &t, "c", 0);
-    put(c, &t, "a", 0);                        /* replaced */
-    yyc_memcache_remove(c, "b", 1);            /* removed */
+    put(c, &t, "a", 0);             /* replaced */
+    yyc_memcache_remove(c, "b", 1); /* removed */
     yyc_memcache_set_count_limit(c, 1);
-    put(c, &t, "d", 0);                        /* evicted by count */
-    yyc_memcache_remove_all(c);                /* all */
+    put(c, &t, "d", 0);         /* evicted by count */
+    yyc_memcache_remove_all(c); /* all */
     assert_true(WAIT_UNTIL(atomic_load(&t.live) == 0, WAIT_SECONDS));
     assert_int_equal(atomic_load(&t.on_caller), 0);
     assert_int_equal(atomic_load(&t.off_caller), 5); /* a (old), b, c (evicted), a, d */

@@ -21,8 +21,8 @@ typedef struct tracked {
     int id;
 } tracked;
 
-static atomic_long live;         /* tracked values alive */
-static atomic_long bad_derefs;   /* a reader saw a dead value */
+static atomic_long live;       /* tracked values alive */
+static atomic_long bad_derefs; /* a reader saw a dead value */
 
 static tracked *tracked_new(int id) {
     tracked *v = malloc(sizeof *v);

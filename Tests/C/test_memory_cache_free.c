@@ -12,10 +12,10 @@
 
 typedef struct fixture {
     yyc_memcache *c;
-    atomic_int released;  /* values released */
-    atomic_int frees;     /* free handler calls */
-    atomic_int late;      /* callbacks that ran after the free handler */
-    const void *killer;   /* the value whose release frees the cache */
+    atomic_int released; /* values released */
+    atomic_int frees;    /* free handler calls */
+    atomic_int late;     /* callbacks that ran after the free handler */
+    const void *killer;  /* the value whose release frees the cache */
 } fixture;
 
 static int values[8];

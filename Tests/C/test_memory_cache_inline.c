@@ -78,10 +78,8 @@ static void t_copy(void *ctx, void *dst, const void *src) {
 static void t_destroy(void *ctx, void *bytes) {
     tracker *t = ctx;
     if ((uintptr_t)bytes & 7) atomic_fetch_add(&t->misaligned, 1);
-    if (pthread_equal(pthread_self(), t->caller))
-        atomic_fetch_add(&t->on_caller, 1);
-    else
-        atomic_fetch_add(&t->off_caller, 1);
+    if (pthread_equal(pthread_self(), t->caller)) atomic_fetch_add(&t->on_caller, 1);
+    else atomic_fetch_add(&t->off_caller, 1);
     if (t->reenter) {
         /* Under the cache's lock these calls would deadlock (the test builds' error-checking
          * mutex turns a relock into an assertion failure). */

@@ -209,8 +209,7 @@ static int self_load(void *ctx, const void *key, size_t key_len, void *out_value
     yyc_memcache *c = ctx;
     void *v = (void *)99;
     /* The same key from inside its own load: refused, not a deadlock. */
-    assert_int_equal(yyc_memcache_get_or_load(c, key, key_len, 0, quick_load, NULL, &v),
-                     YYC_EBUSY);
+    assert_int_equal(yyc_memcache_get_or_load(c, key, key_len, 0, quick_load, NULL, &v), YYC_EBUSY);
     /* Other keys and plain calls work from a loader. */
     assert_int_equal(yyc_memcache_get_or_load(c, "inner", 5, 0, quick_load, NULL, &v), YYC_OK);
     assert_int_equal(yyc_memcache_set(c, "side", 4, (void *)4, 0), YYC_OK);
@@ -262,16 +261,16 @@ static int inline_load(void *ctx, const void *key, size_t key_len, void *out_val
 
 static void *call_inline(void *arg) {
     inline_caller *k = arg;
-    k->status = yyc_memcache_get_or_load_inline(k->cache, "key", 3, 0, inline_load, k->cache,
-                                                &k->value);
+    k->status =
+        yyc_memcache_get_or_load_inline(k->cache, "key", 3, 0, inline_load, k->cache, &k->value);
     if (k->status == YYC_OK) inline_destroy(NULL, &k->value); /* the caller's copy ends */
     return NULL;
 }
 
 static void inline_callers_share_one_load_and_every_copy_ends(void **state) {
     (void)state;
-    yyc_inline_value_type type = {.size = sizeof(int), .copy = inline_copy,
-                                  .destroy = inline_destroy};
+    yyc_inline_value_type type = {
+        .size = sizeof(int), .copy = inline_copy, .destroy = inline_destroy};
     yyc_memcache *c = NULL;
     assert_int_equal(yyc_memcache_new_inline(&type, &c), YYC_OK);
     yyc_memcache_set_release_asynchronously(c, false);
@@ -340,7 +339,8 @@ static void waiters_of_the_two_step_form_get_the_value_or_the_error(void **state
     assert_int_equal(second.calls, 2);
     assert_int_equal(second.status, YYC_OK);
     assert_int_equal(second.value, 8);
-    assert_int_equal(yyc_memcache_begin_load(c, "k", 1, &v, on_loaded, &first, false, &loader), YYC_OK);
+    assert_int_equal(yyc_memcache_begin_load(c, "k", 1, &v, on_loaded, &first, false, &loader),
+                     YYC_OK);
     assert_null(loader);
     assert_int_equal((intptr_t)v, 8);
     yyc_cache_statistics s;

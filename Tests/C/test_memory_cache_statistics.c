@@ -122,7 +122,8 @@ static void statistics_equal_a_models_counts_after_a_random_sequence(void **stat
                     m.expect.insertions++;
                 }
             }
-            int rc = yyc_memcache_get_or_load(c, key, len, 0, fails ? load_fails : load_ok, NULL, &v);
+            int rc =
+                yyc_memcache_get_or_load(c, key, len, 0, fails ? load_fails : load_ok, NULL, &v);
             assert_int_equal(rc, hit || !fails ? YYC_OK : YYC_EIO);
             if (!hit) { /* after the call: its expired event made the listener forget the key */
                 m.present[k] = !fails;
@@ -221,7 +222,7 @@ static void replacements_and_evictions_are_counted_without_a_listener(void **sta
     assert_int_equal(yyc_memcache_set(c, "a", 1, (void *)2, 0), YYC_OK); /* replaced */
     assert_int_equal(yyc_memcache_set(c, "b", 1, (void *)3, 0), YYC_OK);
     assert_int_equal(yyc_memcache_set(c, "c", 1, (void *)4, 0), YYC_OK); /* evicts one */
-    yyc_memcache_handle_enter_background(c);                            /* two */
+    yyc_memcache_handle_enter_background(c);                             /* two */
     yyc_cache_statistics s;
     assert_int_equal(yyc_memcache_statistics(c, &s), YYC_OK);
     assert_int_equal(s.insertions, 4);

@@ -227,8 +227,8 @@ static void every_trim_removes_expired_entries_even_within_its_limit(void **stat
         for (int i = 0; i < 200; i++) {
             int n = snprintf(key, sizeof key, "k%d", i);
             double ttl = i % 2 ? 5.0 : INFINITY;
-            assert_int_equal(yyc_memcache_set_with_ttl(c, key, (size_t)n, counted_new(&k, i), 1, ttl),
-                             YYC_OK);
+            assert_int_equal(
+                yyc_memcache_set_with_ttl(c, key, (size_t)n, counted_new(&k, i), 1, ttl), YYC_OK);
         }
         yyc__memcache_testing_advance_clock(5.0);
         switch (kind) {
@@ -341,8 +341,8 @@ static void random_operations_match_a_model_of_deadlines(void **state) {
         case 0:
         case 1: {
             double ttl = (rand_r(&seed) % 8) * 10.0;
-            assert_int_equal(yyc_memcache_set_with_ttl(c, key, (size_t)n, counted_new(&k, i), 0, ttl),
-                             YYC_OK);
+            assert_int_equal(
+                yyc_memcache_set_with_ttl(c, key, (size_t)n, counted_new(&k, i), 0, ttl), YYC_OK);
             model[i] = clock + ttl;
             break;
         }

@@ -46,8 +46,8 @@ typedef struct mp_stats {
 
 static void mp_error(mp_stats *st, const char *what, int s) {
     if (st->errors++ < 10)
-        fprintf(stderr, "worker %d: %s returned %s: %s\n", (int)getpid(), what,
-                yyc_status_name(s), rel_last_error());
+        fprintf(stderr, "worker %d: %s returned %s: %s\n", (int)getpid(), what, yyc_status_name(s),
+                rel_last_error());
 }
 
 /* --child worker DIR PROC SECONDS SEED [remove-all] */
@@ -82,8 +82,8 @@ static int child_worker(int argc, char **argv) {
                 const char *why = NULL;
                 if (!rel_value_check(key, v, len, &why)) {
                     if (st.bad_values++ < 10)
-                        fprintf(stderr, "worker %u: %s read a bad value (%zu bytes): %s\n",
-                                proc, key, len, why);
+                        fprintf(stderr, "worker %u: %s read a bad value (%zu bytes): %s\n", proc,
+                                key, len, why);
                 }
             } else if (s != YYC_NOTFOUND) {
                 mp_error(&st, "get", s);
@@ -95,7 +95,8 @@ static int child_worker(int argc, char **argv) {
             s = yyc_diskcache_get_extended_data(dc, key, &ext, &ext_len);
             if (s == YYC_OK) {
                 rel_ext e;
-                if (ext_len != sizeof e || (memcpy(&e, ext, sizeof e), e.key_hash != rel_fnv1a64(key))) {
+                if (ext_len != sizeof e ||
+                    (memcpy(&e, ext, sizeof e), e.key_hash != rel_fnv1a64(key))) {
                     if (st.bad_values++ < 10)
                         fprintf(stderr, "worker %u: %s has foreign extended data\n", proc, key);
                 }
@@ -170,8 +171,9 @@ static int child_verify(int argc, char **argv) {
         failed = true;
     }
     if (scan.mismatched) {
-        fprintf(stderr, "verify: %lld rows' data files have another size than the row says "
-                        "(the row's value is lost)%s\n",
+        fprintf(stderr,
+                "verify: %lld rows' data files have another size than the row says "
+                "(the row's value is lost)%s\n",
                 (long long)scan.mismatched, after_kills ? " [a killed writer's key]" : "");
         failed |= !after_kills;
     }
@@ -205,8 +207,9 @@ static int child_verify(int argc, char **argv) {
      * the manifest and data/ agree whatever happened before. */
     rel_manifest_scan after = rel_scan_manifest(dir);
     if (after.rc != SQLITE_OK || after.missing || after.mismatched || after.rows != readable) {
-        fprintf(stderr, "verify: after reading every key: %lld rows, %lld readable, %lld naming "
-                        "a missing file, %lld of another size (scan rc %d)\n",
+        fprintf(stderr,
+                "verify: after reading every key: %lld rows, %lld readable, %lld naming "
+                "a missing file, %lld of another size (scan rc %d)\n",
                 (long long)after.rows, (long long)readable, (long long)after.missing,
                 (long long)after.mismatched, after.rc);
         failed = true;
@@ -380,8 +383,8 @@ int flock(int fd, int op) {
         real = (flock_fn)dlsym(RTLD_NEXT, "flock");
         atomic_store(&real_flock, real);
     }
-    if ((op & LOCK_EX) && atomic_load(&pause_armed) && pthread_equal(pthread_self(), pause_thread) &&
-        atomic_exchange(&pause_armed, false)) {
+    if ((op & LOCK_EX) && atomic_load(&pause_armed) &&
+        pthread_equal(pthread_self(), pause_thread) && atomic_exchange(&pause_armed, false)) {
         char c = 'p';
         if (write(pause_ready_fd, &c, 1) != 1 || read(pause_go_fd, &c, 1) != 1) _exit(3);
     }
@@ -595,8 +598,10 @@ static int child_ra_reader(int argc, char **argv) {
     void *out = NULL;
     size_t len = 0;
     s = yyc_diskcache_get(dc, "after", &out, &len);
-    REL_CHECK(s == YYC_OK, "an acknowledged write made after another process's remove-all is "
-                           "lost: get returned %s", yyc_status_name(s));
+    REL_CHECK(s == YYC_OK,
+              "an acknowledged write made after another process's remove-all is "
+              "lost: get returned %s",
+              yyc_status_name(s));
     const char *why = NULL;
     REL_CHECK(rel_value_check("after", out, len, &why) == 4, "bad value: %s", why ? why : "");
     yyc_free(out);
@@ -670,16 +675,11 @@ static void processes_starting_on_a_new_folder_all_open(void **state) {
 }
 
 static const rel_child children[] = {
-    {"init", child_init},
-    {"paused_writer", child_paused_writer},
-    {"clearer", child_clearer},
-    {"sweeper", child_sweeper},
-    {"worker", child_worker},
-    {"verify", child_verify},
-    {"ra_writer", child_ra_writer},
-    {"ra_remover", child_ra_remover},
-    {"ra_reader", child_ra_reader},
-    {NULL, NULL},
+    {"init", child_init},           {"paused_writer", child_paused_writer},
+    {"clearer", child_clearer},     {"sweeper", child_sweeper},
+    {"worker", child_worker},       {"verify", child_verify},
+    {"ra_writer", child_ra_writer}, {"ra_remover", child_ra_remover},
+    {"ra_reader", child_ra_reader}, {NULL, NULL},
 };
 
 int main(int argc, char **argv) {

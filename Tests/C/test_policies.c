@@ -167,8 +167,8 @@ static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **s
     char key[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        assert_non_null(yyc__lru_map_find_or_insert_within(&m, key, strlen(key), 10, SIZE_MAX,
-                                                           &inserted, &ev));
+        assert_non_null(
+            yyc__lru_map_find_or_insert_within(&m, key, strlen(key), 10, SIZE_MAX, &inserted, &ev));
         assert_null(ev);
     }
     yyc__lru_node *hot = yyc__lru_map_find(&m, "k0", 2);
@@ -181,8 +181,8 @@ static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **s
     assert_true(hot->prev_bits & YYC__S3_MAIN);
     assert_int_equal(yyc__ghost_count(&m.ghost), 1); /* as many as main holds */
     assert_true(yyc__lru_map_check(&m));
-    yyc__lru_node *back = yyc__lru_map_find_or_insert_within(&m, "k1", 2, 10, SIZE_MAX,
-                                                              &inserted, &ev);
+    yyc__lru_node *back =
+        yyc__lru_map_find_or_insert_within(&m, "k1", 2, 10, SIZE_MAX, &inserted, &ev);
     assert_true(inserted);
     assert_null(ev); /* 9 entries: room without evicting */
     assert_true(back->prev_bits & YYC__S3_MAIN);
@@ -190,8 +190,8 @@ static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **s
     assert_int_equal(yyc__ghost_count(&m.ghost), 0); /* taken out of the ghost */
     assert_ptr_equal(m.main_head, back);
     /* A key that was never evicted (or is forgotten) goes to the small queue. */
-    yyc__lru_node *fresh = yyc__lru_map_find_or_insert_within(&m, "zz", 2, 10, SIZE_MAX,
-                                                               &inserted, &ev);
+    yyc__lru_node *fresh =
+        yyc__lru_map_find_or_insert_within(&m, "zz", 2, 10, SIZE_MAX, &inserted, &ev);
     assert_false(fresh->prev_bits & YYC__S3_MAIN);
     if (ev) yyc__lru_node_free(ev);
     assert_true(yyc__lru_map_check(&m));
@@ -390,7 +390,8 @@ static void replayed_trace_hit_counts_equal_the_models(void **state) {
                 model_hits += model_access(&m, trace[i]);
             }
             if (hits != model_hits)
-                fail_msg("policy %d size %zu: %ld hits, the model %ld", p, sizes[s], hits, model_hits);
+                fail_msg("policy %d size %zu: %ld hits, the model %ld", p, sizes[s], hits,
+                         model_hits);
             assert_true(hits > 0);
             assert_true(yyc__memcache_check(c));
             model_free(&m);

@@ -27,7 +27,7 @@
  * (md5(key): the case that lost the key), from inline to a file, from a file to inline. */
 typedef enum direction { FILE_TO_FILE, INLINE_TO_FILE, FILE_TO_INLINE, DIRECTIONS } direction;
 static const char *const direction_names[DIRECTIONS] = {"file->file", "inline->file",
-                                                         "file->inline"};
+                                                        "file->inline"};
 static bool old_in_file(direction d) { return d != INLINE_TO_FILE; }
 static bool new_in_file(direction d) { return d != FILE_TO_INLINE; }
 
@@ -89,8 +89,8 @@ static void check_failed_replace_keeps_old_value(const char *tag, failing_save_f
         yyc__worker_drain(kv); /* the open's sweep: its read connection must not interfere */
         assert_int_equal(save_pattern(kv, "k", 1, old_in_file(d)), YYC_OK);
         int rc = make_it_fail(ctx, kv, d);
-        if (rc == YYC_OK) fail_msg("%s: the injected fault did not make the save fail",
-                                   direction_names[d]);
+        if (rc == YYC_OK)
+            fail_msg("%s: the injected fault did not make the save fail", direction_names[d]);
         heal(ctx, kv);
         if (!reads_pattern(kv, "k", 1))
             fail_msg("%s: the failed replace (%s) lost the previous value", direction_names[d],
@@ -472,8 +472,8 @@ static void check_corrupt_remove_all(bool seen_before) {
     free(dir);
 }
 
-static void kv_remove_all_of_a_corrupt_manifest_rebuilds_it_in_place_under_other_processes(
-    void **state) {
+static void
+kv_remove_all_of_a_corrupt_manifest_rebuilds_it_in_place_under_other_processes(void **state) {
     (void)state;
     check_corrupt_remove_all(false);
     check_corrupt_remove_all(true);
@@ -531,9 +531,9 @@ static void kv_reserved_file_names_are_rejected_and_nothing_is_written(void **st
     /* Through the disk cache too. */
     yyc_diskcache *dc = NULL;
     assert_int_equal(yyc_diskcache_open(dir, 0, &dc), YYC_OK);
-    assert_int_equal(yyc_diskcache_set_with_filename(dc, "k", "value", 5, NULL, 0,
-                                                     YYC__FS_TEMP_PREFIX "y"),
-                     YYC_EINVAL);
+    assert_int_equal(
+        yyc_diskcache_set_with_filename(dc, "k", "value", 5, NULL, 0, YYC__FS_TEMP_PREFIX "y"),
+        YYC_EINVAL);
     assert_false(yyc_diskcache_contains(dc, "k"));
     yyc_diskcache_release(dc);
     assert_int_equal(data_files(dir), 0);
@@ -623,7 +623,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(kv_replace_whose_row_write_fails_keeps_the_old_value),
         cmocka_unit_test(kv_replace_on_a_full_disk_keeps_the_old_value),
         cmocka_unit_test(kv_remove_all_on_a_full_disk_works_and_keeps_the_manifest_file),
-        cmocka_unit_test(kv_remove_all_of_a_corrupt_manifest_rebuilds_it_in_place_under_other_processes),
+        cmocka_unit_test(
+            kv_remove_all_of_a_corrupt_manifest_rebuilds_it_in_place_under_other_processes),
         cmocka_unit_test(kv_open_rebuilds_a_garbage_manifest_in_place),
         cmocka_unit_test(kv_reserved_file_names_are_rejected_and_nothing_is_written),
         cmocka_unit_test(kv_wal_is_capped_after_checkpoints_and_truncated_by_remove_all),

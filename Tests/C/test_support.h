@@ -22,10 +22,10 @@
 
 #include <yycache/yycache.h>
 
-#define YYC_TEST_MAIN(tests)                                                     \
-    int main(int argc, char **argv) {                                            \
-        if (argc > 1) cmocka_set_test_filter(argv[1]);                           \
-        return cmocka_run_group_tests(tests, NULL, NULL);                        \
+#define YYC_TEST_MAIN(tests)                              \
+    int main(int argc, char **argv) {                     \
+        if (argc > 1) cmocka_set_test_filter(argv[1]);    \
+        return cmocka_run_group_tests(tests, NULL, NULL); \
     }
 
 /* Seconds on CLOCK_MONOTONIC. */
@@ -37,19 +37,21 @@ static inline double test_now(void) {
 
 /* Polls cond (an expression) every millisecond until it holds or `seconds` pass; evaluates to
  * whether it held. Use instead of sleeping a fixed guess. */
-#define WAIT_UNTIL(cond, seconds)                                                \
-    ({                                                                           \
-        double deadline__ = test_now() + (seconds);                              \
-        bool ok__ = (cond);                                                      \
-        while (!ok__ && test_now() < deadline__) {                               \
-            usleep(1000);                                                        \
-            ok__ = (cond);                                                       \
-        }                                                                        \
-        ok__;                                                                    \
+#define WAIT_UNTIL(cond, seconds)                   \
+    ({                                              \
+        double deadline__ = test_now() + (seconds); \
+        bool ok__ = (cond);                         \
+        while (!ok__ && test_now() < deadline__) {  \
+            usleep(1000);                           \
+            ok__ = (cond);                          \
+        }                                           \
+        ok__;                                       \
     })
 
 static int test_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb; (void)flag; (void)ftw;
+    (void)sb;
+    (void)flag;
+    (void)ftw;
     return remove(path);
 }
 

@@ -89,9 +89,12 @@ enum op {
     TRIM_FREE,
     REMOVE_ALL_PROGRESS
 };
-static const char *const op_names[] = {"remove of a file value", "remove of an inline value",
-                                       "trim to count",          "trim to cost",
-                                       "trim to age",            "trim to free space",
+static const char *const op_names[] = {"remove of a file value",
+                                       "remove of an inline value",
+                                       "trim to count",
+                                       "trim to cost",
+                                       "trim to age",
+                                       "trim to free space",
                                        "remove-all with progress"};
 
 /* --child full DIR */
@@ -126,8 +129,9 @@ static int child_full(int argc, char **argv) {
             char *db = rel_path(cache, "manifest.sqlite");
             REL_CHECK(sqlite3_open(db, &raw) == SQLITE_OK, "raw open");
             sqlite3_busy_timeout(raw, 5000);
-            REL_CHECK(sqlite3_exec(raw, "update manifest set last_access_time = 1000 "
-                                        "where key like 'aged-%';",
+            REL_CHECK(sqlite3_exec(raw,
+                                   "update manifest set last_access_time = 1000 "
+                                   "where key like 'aged-%';",
                                    NULL, NULL, NULL) == SQLITE_OK,
                       "age rows: %s", sqlite3_errmsg(raw));
             sqlite3_close(raw);
@@ -155,9 +159,9 @@ static int child_full(int argc, char **argv) {
         REL_CHECK(s == YYC_OK, "%s on a full disk: %s", op_names[op], rel_last_error());
         int64_t after = count_of(dc);
         int64_t free_after = free_bytes(dir);
-        fprintf(stderr, "full: %s: rows %lld -> %lld, free %lld -> %lld, WAL %lld\n",
-                op_names[op], (long long)before, (long long)after, (long long)free_before,
-                (long long)free_after, (long long)file_size(cache, "manifest.sqlite-wal"));
+        fprintf(stderr, "full: %s: rows %lld -> %lld, free %lld -> %lld, WAL %lld\n", op_names[op],
+                (long long)before, (long long)after, (long long)free_before, (long long)free_after,
+                (long long)file_size(cache, "manifest.sqlite-wal"));
         REL_CHECK(after < before, "%s removed no row", op_names[op]);
         /* Removing only inline rows frees no file; their space comes back with the WAL's
          * checkpoint, which a WAL of new pages cannot have on a full disk. */
@@ -215,7 +219,8 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--child") == 0)
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(removals_and_every_trim_free_a_disk_the_cache_filled, setup, teardown),
+        cmocka_unit_test_setup_teardown(removals_and_every_trim_free_a_disk_the_cache_filled, setup,
+                                        teardown),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -41,7 +41,8 @@ typedef struct gate {
     bool open;
     atomic_bool reached;
 } gate;
-#define GATE_INIT {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false}
+#define GATE_INIT \
+    { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false }
 
 static void gate_job(void *arg) {
     gate *g = arg;
@@ -261,14 +262,18 @@ static void jobs_run_in_fifo_order(void **state) {
     (void)state;
     static int owner;
     atomic_store(&order_len, 0);
-    for (intptr_t i = 0; i < 8; i++) yyc__worker_async(YYC__QUEUE_MEMORY, &owner, log_job, (void *)i);
+    for (intptr_t i = 0; i < 8; i++)
+        yyc__worker_async(YYC__QUEUE_MEMORY, &owner, log_job, (void *)i);
     yyc__worker_drain(&owner);
     for (int i = 0; i < 8; i++) assert_int_equal(order_log[i], i);
 }
 
 static int inner_owner;
 static atomic_int inner_ran;
-static void inner_job(void *arg) { (void)arg; atomic_fetch_add(&inner_ran, 1); }
+static void inner_job(void *arg) {
+    (void)arg;
+    atomic_fetch_add(&inner_ran, 1);
+}
 static void outer_job(void *arg) {
     (void)arg;
     for (int i = 0; i < 5; i++) yyc__worker_async(YYC__QUEUE_MEMORY, &inner_owner, inner_job, NULL);
@@ -286,7 +291,10 @@ static void drain_from_the_worker_thread_runs_jobs_inline(void **state) {
 }
 
 static atomic_int fired;
-static void tick(void *arg) { (void)arg; atomic_fetch_add(&fired, 1); }
+static void tick(void *arg) {
+    (void)arg;
+    atomic_fetch_add(&fired, 1);
+}
 
 static void timer_fires_repeatedly_and_stops_when_freed(void **state) {
     (void)state;
@@ -348,7 +356,8 @@ static void free_self(void *arg) {
 static void timer_may_free_itself_from_its_callback(void **state) {
     (void)state;
     atomic_store(&fired, 0);
-    assert_int_equal(yyc__timer_new(YYC__QUEUE_MEMORY, free_self, NULL, 0.005, &self_freeing), YYC_OK);
+    assert_int_equal(yyc__timer_new(YYC__QUEUE_MEMORY, free_self, NULL, 0.005, &self_freeing),
+                     YYC_OK);
     assert_true(WAIT_UNTIL(atomic_load(&fired) == 1, 10));
     usleep(30000);
     assert_int_equal(atomic_load(&fired), 1);

@@ -42,9 +42,12 @@ import Testing
         #expect(log.count("e", .explicit) == 1)
         #expect(log.total == 5)
         let stats = disk.statistics
-        #expect(stats == CacheStatistics(hits: stats.hits, misses: stats.misses,
-                                         insertions: stats.insertions,
-                                         removals: [.replaced: 1, .explicit: 2, .expired: 1, .evicted: 1]))
+        #expect(
+            stats
+                == CacheStatistics(
+                    hits: stats.hits, misses: stats.misses,
+                    insertions: stats.insertions,
+                    removals: [.replaced: 1, .explicit: 2, .expired: 1, .evicted: 1]))
         #expect(stats.insertions == 5)
         #expect(stats.misses == 1)
         disk.didRemoveEntry = nil

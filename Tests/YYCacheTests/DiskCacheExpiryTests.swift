@@ -13,10 +13,12 @@ import Testing
     @Test func expiredEntryIsNeverReturnedAndTheReadRemovesIt() throws {
         let folder = TemporaryFolder()
         let disk = try DiskCache(path: folder.path, inlineThreshold: 4)
-        try disk.setData(Data("inline".utf8).prefix(3), forKey: "small", extendedData: Data([1]),
-                         timeToLive: .zero)
-        try disk.setData(Data("in a file".utf8), forKey: "large", extendedData: Data([2]),
-                         timeToLive: .zero)
+        try disk.setData(
+            Data("inline".utf8).prefix(3), forKey: "small", extendedData: Data([1]),
+            timeToLive: .zero)
+        try disk.setData(
+            Data("in a file".utf8), forKey: "large", extendedData: Data([2]),
+            timeToLive: .zero)
         try disk.setValue("kept", forKey: "kept", timeToLive: Self.hour)
         #expect(try disk.totalCount() == 3)
         #expect(try disk.data(forKey: "small") == nil)

@@ -56,8 +56,9 @@ import Testing
         let strings = MemoryCache<String, Int>()
         strings["caf\u{E9}"] = 1
         strings["cafe\u{301}"] = 2  // another key: its bytes differ
-        #expect(strings.keys.map { Array($0.utf8) }.sorted { $0.count < $1.count }
-            == [Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8)])
+        #expect(
+            strings.keys.map { Array($0.utf8) }.sorted { $0.count < $1.count }
+                == [Array("caf\u{E9}".utf8), Array("cafe\u{301}".utf8)])
     }
 
     @Test func keysOfTheProgramsOwnTypeComeBack() {

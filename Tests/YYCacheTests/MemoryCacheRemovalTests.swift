@@ -160,13 +160,15 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
     }
 
     @Test func everyEntryIsReportedExactlyOnceUnderEightThreads() {
-        let threads = 8, operations = 3000
+        let threads = 8
+        let operations = 3000
         let cache = MemoryCache<Int, Int>()
         cache.countLimit = 40
         cache.costLimit = 30
         cache.autoTrimInterval = 0.005
         let reported = Protected([Int](repeating: 0, count: threads * operations))
-        let stored = Atomic<Int>(0), events = Atomic<Int>(0)
+        let stored = Atomic<Int>(0)
+        let events = Atomic<Int>(0)
         cache.didRemoveValue = { _, value, _ in
             reported.withLock { $0[value] += 1 }
             events.add(1, ordering: .relaxed)

@@ -57,7 +57,12 @@ private struct LoadFailed: Error {}
                 } else {
                     if present[key] == false { removed(.expired) }
                     want.misses += 1
-                    if fails { want.loadFailures += 1 } else { want.loads += 1; want.insertions += 1 }
+                    if fails {
+                        want.loadFailures += 1
+                    } else {
+                        want.loads += 1
+                        want.insertions += 1
+                    }
                     present[key] = fails ? nil : true
                 }
                 _ = try? cache.value(forKey: key) {

@@ -1,6 +1,5 @@
 import CYYCache
 import Testing
-
 import YYCache
 
 /// The Swift constant and the C library linked into this program name the same version (the

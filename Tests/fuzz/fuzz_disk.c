@@ -8,4 +8,6 @@
 #include "reliability_fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return rel_fuzz_disk_one(data, size); }
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    return rel_fuzz_disk_one(data, size);
+}

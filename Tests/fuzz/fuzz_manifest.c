@@ -41,27 +41,42 @@ typedef struct fm {
 
 static uint8_t next(fm *m) { return m->pos < m->size ? m->data[m->pos++] : 0; }
 
-#define FM_CHECK(m, cond, ...)                                                           \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            fprintf(stderr, "fuzz_manifest: op %d: %s: ", (m)->op, #cond);              \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, " [%s]\n", rel_last_error());                                \
-            abort();                                                                     \
-        }                                                                                \
+#define FM_CHECK(m, cond, ...)                                             \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "fuzz_manifest: op %d: %s: ", (m)->op, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, " [%s]\n", rel_last_error());                  \
+            abort();                                                       \
+        }                                                                  \
     } while (0)
 
 static const char *const names[] = {
-    "a",  "b",  "c",  "key", "",  "f0", "f1", "f2", "f3", "link", "../outside/victim",
-    "/etc/passwd", ".", "..", "x/y", "manifest.sqlite", "space.reserve",
+    "a",
+    "b",
+    "c",
+    "key",
+    "",
+    "f0",
+    "f1",
+    "f2",
+    "f3",
+    "link",
+    "../outside/victim",
+    "/etc/passwd",
+    ".",
+    "..",
+    "x/y",
+    "manifest.sqlite",
+    "space.reserve",
 };
 #define NNAMES (sizeof names / sizeof *names)
 /* Keys the operations use (text keys; "" included). */
 static const char *const keys[] = {"a", "b", "c", "key", "", "f1", "..", "link"};
 #define NKEYS (sizeof keys / sizeof *keys)
 
-static const int64_t extremes[] = {INT64_MAX, INT64_MIN, INT64_MAX - 1, 0, -1, 1,
-                                   (int64_t)1 << 53, INT64_MAX / 2 + 1};
+static const int64_t extremes[] = {INT64_MAX, INT64_MIN, INT64_MAX - 1,    0,
+                                   -1,        1,         (int64_t)1 << 53, INT64_MAX / 2 + 1};
 
 /* Binds a value chosen by the input to parameter i. */
 static void bind_value(fm *m, sqlite3_stmt *s, int i) {
@@ -134,9 +149,7 @@ static void check_outside(fm *m) {
     FM_CHECK(m, rel_count_entries(m->outside, NULL) == 1, "files appeared outside");
 }
 
-static bool status_ok(int s) {
-    return s == YYC_OK || s == YYC_NOTFOUND || s == YYC_EINVAL;
-}
+static bool status_ok(int s) { return s == YYC_OK || s == YYC_NOTFOUND || s == YYC_EINVAL; }
 
 static void build(fm *m) {
     /* The schema, made by the library itself; then the rows, through a raw connection. */
@@ -233,32 +246,35 @@ static void run_op(fm *m, uint8_t op, uint8_t arg) {
         s = yyc_kv_remove(m->kv, key);
         FM_CHECK(m, s == YYC_OK, "remove %s", yyc_status_name(s));
         if (*key) /* (removing the empty key does nothing) */
-            FM_CHECK(m, raw_int(m, "select count(*) from manifest where key = ?1;", key, 0,
-                                false) == 0,
-                     "a removed key stayed");
+            FM_CHECK(
+                m, raw_int(m, "select count(*) from manifest where key = ?1;", key, 0, false) == 0,
+                "a removed key stayed");
         break;
     case 7:
         s = yyc_kv_remove_keys(m->kv, keys, NKEYS);
         FM_CHECK(m, s == YYC_OK, "remove keys %s", yyc_status_name(s));
         for (size_t i = 0; i < NKEYS; i++)
-            FM_CHECK(m, raw_int(m, "select count(*) from manifest where key = ?1;", keys[i], 0,
-                                false) == 0,
-                     "removed key %zu stayed", i);
+            FM_CHECK(
+                m,
+                raw_int(m, "select count(*) from manifest where key = ?1;", keys[i], 0, false) == 0,
+                "removed key %zu stayed", i);
         break;
     case 8: {
         int64_t limit = (int64_t)(arg % 16) * 8 + 1;
         s = yyc_kv_remove_larger_than(m->kv, limit);
         FM_CHECK(m, s == YYC_OK, "remove larger %s", yyc_status_name(s));
-        FM_CHECK(m, raw_int(m, "select count(*) from manifest where size > ?1;", NULL, limit, true) == 0,
-                 "a larger row stayed");
+        FM_CHECK(
+            m, raw_int(m, "select count(*) from manifest where size > ?1;", NULL, limit, true) == 0,
+            "a larger row stayed");
         break;
     }
     case 9: {
         int64_t t = now - (int64_t)(arg % 64) * 4000;
         s = yyc_kv_remove_earlier_than(m->kv, t);
         FM_CHECK(m, s == YYC_OK, "remove earlier %s", yyc_status_name(s));
-        FM_CHECK(m, raw_int(m, "select count(*) from manifest where last_access_time < ?1;", NULL,
-                            t, true) == 0,
+        FM_CHECK(m,
+                 raw_int(m, "select count(*) from manifest where last_access_time < ?1;", NULL, t,
+                         true) == 0,
                  "an earlier row stayed");
         break;
     }
@@ -314,8 +330,8 @@ static void run_op(fm *m, uint8_t op, uint8_t arg) {
         s = yyc_kv_remove_all_progress(m->kv, NULL, NULL);
         FM_CHECK(m, s == YYC_OK, "remove all (progress) %s", yyc_status_name(s));
         int64_t count = -1;
-        FM_CHECK(m, yyc_kv_count(m->kv, &count) == YYC_OK && count == 0, "count %lld after remove all",
-                 (long long)count);
+        FM_CHECK(m, yyc_kv_count(m->kv, &count) == YYC_OK && count == 0,
+                 "count %lld after remove all", (long long)count);
         break;
     }
     case 16:

@@ -71,7 +71,7 @@ typedef struct mentry {
     bool present;
     mv *val; /* NULL value allowed */
     size_t cost;
-    uint64_t stamp; /* last set or get: the smallest stamp is the LRU tail */
+    uint64_t stamp;  /* last set or get: the smallest stamp is the LRU tail */
     double deadline; /* time to live: expired once ttl_clock >= deadline (set: INFINITY = none) */
 } mentry;
 
@@ -84,7 +84,8 @@ typedef struct mstate {
     bool owned; /* value callbacks given: reference counts are checked */
     mentry m[MK_KEYS];
     uint64_t clock;
-    double ttl_clock; /* seconds the deadlines' clock was moved (yyc__memcache_testing_advance_clock) */
+    double ttl_clock; /* seconds the deadlines' clock was moved
+                         (yyc__memcache_testing_advance_clock) */
     bool ttl_used;    /* a time to live was set: checks purge expired entries first */
     size_t count_limit, cost_limit;
     double age_limit, interval;
@@ -95,22 +96,22 @@ typedef struct mstate {
     size_t nobjs, cap;
     char keybuf[MK_KEYS][320];
     size_t keylen[MK_KEYS];
-    bool listening;           /* a removal listener is installed */
-    atomic_long null_stores;  /* NULL (or non-pointer) values stored, and their events */
+    bool listening;          /* a removal listener is installed */
+    atomic_long null_stores; /* NULL (or non-pointer) values stored, and their events */
     atomic_long null_events;
     uint64_t hits, misses, insertions, loads, load_failures; /* since the last reset */
     size_t count_at_reset;
 } mstate;
 
-#define MCHECK(s, cond, ...)                                                                  \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            fprintf(stderr, "fuzz_memcache: operation %ld (%s): %s: ", (s)->op_index,         \
-                    (s)->op_name, #cond);                                                     \
-            fprintf(stderr, __VA_ARGS__);                                                     \
-            fputc('\n', stderr);                                                              \
-            abort();                                                                          \
-        }                                                                                     \
+#define MCHECK(s, cond, ...)                                                          \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "fuzz_memcache: operation %ld (%s): %s: ", (s)->op_index, \
+                    (s)->op_name, #cond);                                             \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fputc('\n', stderr);                                                      \
+            abort();                                                                  \
+        }                                                                             \
     } while (0)
 
 static uint8_t mbyte(mstate *s) { return s->pos < s->size ? s->data[s->pos++] : 0; }
@@ -121,7 +122,8 @@ static void *mv_retain(void *ctx, void *value) {
     (void)ctx;
     mv *v = value;
     if (v->magic != MV_MAGIC) {
-        fprintf(stderr, "fuzz_memcache: retain of a value that is not live (magic %#x)\n", v->magic);
+        fprintf(stderr, "fuzz_memcache: retain of a value that is not live (magic %#x)\n",
+                v->magic);
         abort();
     }
     atomic_fetch_add(&v->refs, 1);
@@ -132,7 +134,8 @@ static void mv_release(void *ctx, void *value) {
     mstate *s = ctx;
     mv *v = value;
     if (v->magic != MV_MAGIC) {
-        fprintf(stderr, "fuzz_memcache: release of a value that is not live (magic %#x)\n", v->magic);
+        fprintf(stderr, "fuzz_memcache: release of a value that is not live (magic %#x)\n",
+                v->magic);
         abort();
     }
     int before = atomic_fetch_sub(&v->refs, 1);
@@ -219,9 +222,10 @@ static void check_all(mstate *s, bool exact) {
     }
     yyc_cache_statistics st;
     MCHECK(s, yyc_memcache_statistics(s->c, &st) == YYC_OK, "statistics");
-    MCHECK(s, st.hits == s->hits && st.misses == s->misses, "hits %llu misses %llu, model %llu %llu",
-           (unsigned long long)st.hits, (unsigned long long)st.misses,
-           (unsigned long long)s->hits, (unsigned long long)s->misses);
+    MCHECK(s, st.hits == s->hits && st.misses == s->misses,
+           "hits %llu misses %llu, model %llu %llu", (unsigned long long)st.hits,
+           (unsigned long long)st.misses, (unsigned long long)s->hits,
+           (unsigned long long)s->misses);
     MCHECK(s, st.insertions == s->insertions, "insertions %llu, model %llu",
            (unsigned long long)st.insertions, (unsigned long long)s->insertions);
     MCHECK(s, st.loads == s->loads && st.load_failures == s->load_failures, "loads");
@@ -231,8 +235,7 @@ static void check_all(mstate *s, bool exact) {
            (unsigned long long)removals, mc);
     if (s->listening && exact) { /* values without reference counts: counted together */
         long holding = 0;
-        for (int k = 0; k < MK_KEYS; k++)
-            holding += s->m[k].present && (!s->owned || !s->m[k].val);
+        for (int k = 0; k < MK_KEYS; k++) holding += s->m[k].present && (!s->owned || !s->m[k].val);
         long stores = atomic_load(&s->null_stores), events = atomic_load(&s->null_events);
         MCHECK(s, stores == events + holding, "%ld uncounted stores, %ld events, %ld entries",
                stores, events, holding);
@@ -246,13 +249,14 @@ static void check_all(mstate *s, bool exact) {
         int want = wants[i];
         int refs = atomic_load(&s->objs[i]->refs);
         if (exact)
-            MCHECK(s, refs == want, "value %zu: %d references after a drain, model %d", i, refs, want);
+            MCHECK(s, refs == want, "value %zu: %d references after a drain, model %d", i, refs,
+                   want);
         if (exact && s->listening) {
-            int stores = atomic_load(&s->objs[i]->stores), events = atomic_load(&s->objs[i]->events);
+            int stores = atomic_load(&s->objs[i]->stores),
+                events = atomic_load(&s->objs[i]->events);
             MCHECK(s, stores == events + want, "value %zu: %d stores, %d events, %d entries", i,
                    stores, events, want);
-        }
-        else
+        } else
             MCHECK(s, refs >= want, "value %zu: %d references, %d entries hold it", i, refs, want);
     }
     free(wants);
@@ -266,8 +270,8 @@ static void model_set(mstate *s, int k, mv *v, size_t cost, double deadline);
 
 static void do_set_ttl(mstate *s, int k, bool null_key, mv *v, size_t cost, double ttl) {
     int st = isnan(ttl) ? yyc_memcache_set(s->c, key_ptr(s, k, null_key), s->keylen[k], v, cost)
-                        : yyc_memcache_set_with_ttl(s->c, key_ptr(s, k, null_key), s->keylen[k],
-                                                    v, cost, ttl);
+                        : yyc_memcache_set_with_ttl(s->c, key_ptr(s, k, null_key), s->keylen[k], v,
+                                                    cost, ttl);
     MCHECK(s, st == YYC_OK, "set status %s", yyc_status_name(st));
     model_set(s, k, v, cost, isnan(ttl) ? INFINITY : s->ttl_clock + ttl);
 }
@@ -590,10 +594,11 @@ static void mop(mstate *s) {
         case 1:
             MCHECK(s, yyc_memcache_total_count(NULL) == 0 && yyc_memcache_total_cost(NULL) == 0,
                    "totals of NULL");
-            MCHECK(s, yyc_memcache_count_limit(NULL) == SIZE_MAX &&
-                          yyc_memcache_cost_limit(NULL) == SIZE_MAX &&
-                          yyc_memcache_age_limit(NULL) == DBL_MAX &&
-                          yyc_memcache_release_asynchronously(NULL),
+            MCHECK(s,
+                   yyc_memcache_count_limit(NULL) == SIZE_MAX &&
+                       yyc_memcache_cost_limit(NULL) == SIZE_MAX &&
+                       yyc_memcache_age_limit(NULL) == DBL_MAX &&
+                       yyc_memcache_release_asynchronously(NULL),
                    "getters of NULL");
             yyc_memcache_remove_all(NULL);
             yyc_memcache_trim_to_count(NULL, 0);
@@ -661,7 +666,8 @@ static void mop(mstate *s) {
         int st = yyc_memcache_get_or_load(s->c, key_ptr(s, k, null_key), s->keylen[k], cost,
                                           fuzz_load, &l, &v);
         if (was) {
-            MCHECK(s, st == YYC_OK && v == (void *)e->val, "get_or_load hit %s", yyc_status_name(st));
+            MCHECK(s, st == YYC_OK && v == (void *)e->val, "get_or_load hit %s",
+                   yyc_status_name(st));
             s->hits++;
             e->stamp = ++s->clock;
             if (s->owned && v) mv_release(s, v);
@@ -670,7 +676,8 @@ static void mop(mstate *s) {
             s->misses++;
             s->load_failures++;
         } else {
-            MCHECK(s, st == YYC_OK && v == (void *)l.made, "get_or_load load %s", yyc_status_name(st));
+            MCHECK(s, st == YYC_OK && v == (void *)l.made, "get_or_load load %s",
+                   yyc_status_name(st));
             s->misses++;
             s->loads++;
             model_set(s, k, l.made, cost, INFINITY);

@@ -78,7 +78,8 @@ YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 /* Reads a value and refreshes its access time.
  * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len == 0),
  * YYC_NOTFOUND, errors. Ownership: key is borrowed. */
-YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len);
+YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value,
+                              size_t *out_len);
 
 /* Reads a value's extended data (no access-time update).
  * Returns: YYC_OK (*out transferred, free with yyc_free; NULL/0 when the entry has none),
@@ -366,8 +367,7 @@ YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_
  * long the loader takes). A loader that calls get_or_load for its own key deadlocks.
  * Statistics: the read counts a hit or a miss; the caller that runs the loader adds one load or
  * load failure and its duration. */
-typedef int (*yyc_diskcache_load_fn)(void *ctx, const char *key, void **out_value,
-                                     size_t *out_len);
+typedef int (*yyc_diskcache_load_fn)(void *ctx, const char *key, void **out_value, size_t *out_len);
 YYC_API int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key,
                                       yyc_diskcache_load_fn load, void *ctx, void **out_value,
                                       size_t *out_len);

@@ -60,8 +60,8 @@ typedef enum yyc_kv_type {
  * freed with yyc_kv_item_free (lists with yyc_kv_items_free); value and extended_data start at
  * offsets aligned to _Alignof(max_align_t), so they may be read as any type. */
 typedef struct yyc_kv_item {
-    char *key;                 /* NUL-terminated */
-    void *value;               /* NULL in "info" results; may be NULL when value_len == 0 */
+    char *key;   /* NUL-terminated */
+    void *value; /* NULL in "info" results; may be NULL when value_len == 0 */
     size_t value_len;
     char *filename;            /* NULL when the value is inline */
     int64_t size;              /* value length recorded in the manifest */
@@ -123,14 +123,13 @@ YYC_API bool yyc_kv_error_logs_enabled(const yyc_kv *kv);
  * Inline saves likewise delete the key's previous file after the commit. A failure at any step
  * (temporary file, move, row write, commit) leaves the key's previous value readable as it was;
  * a process crash leaves the previous value or the new one (there is no fsync: after a power
- * loss either may be missing). The file name must be a single path component: no '/', no NUL, not "." or "..", at
- * most 255 bytes, and not starting with ".yyc-tmp-" (reserved for the library's temporary
- * files). Size is value_len; both times are now. value may be NULL only when value_len is 0.
- * extended may be NULL.
- * Returns: YYC_OK, YYC_EINVAL (empty key, bad or reserved file name, FILE type without a file
- * name, NULL value with value_len > 0; nothing is written), YYC_ETOOBIG (value when inline, or
- * extended data, above SQLite's blob limit), YYC_EIO, YYC_ENOSPC, YYC_EPERM, YYC_EBUSY,
- * YYC_ESQLITE, YYC_ENOMEM, YYC_ECLOSED (the database could not be reopened). Ownership:
+ * loss either may be missing). The file name must be a single path component: no '/', no NUL, not
+ * "." or "..", at most 255 bytes, and not starting with ".yyc-tmp-" (reserved for the library's
+ * temporary files). Size is value_len; both times are now. value may be NULL only when value_len is
+ * 0. extended may be NULL. Returns: YYC_OK, YYC_EINVAL (empty key, bad or reserved file name, FILE
+ * type without a file name, NULL value with value_len > 0; nothing is written), YYC_ETOOBIG (value
+ * when inline, or extended data, above SQLite's blob limit), YYC_EIO, YYC_ENOSPC, YYC_EPERM,
+ * YYC_EBUSY, YYC_ESQLITE, YYC_ENOMEM, YYC_ECLOSED (the database could not be reopened). Ownership:
  * everything is copied. */
 YYC_API int yyc_kv_save(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                         const char *filename, const void *extended, size_t extended_len);
@@ -165,8 +164,8 @@ YYC_API int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count);
  * recreates the manifest (other connections, other processes, keep using it: YYCache #96). On a
  * full disk the files are deleted first, freeing their space, and the row delete is retried (if
  * that fails too, YYC_ENOSPC: the rows left name missing files and read as misses); other
- * errors leave everything as it was; a manifest found corrupt is rebuilt empty in place (SQLite's database
- * reset, under the folder lock) and the event reported (YYC_ECORRUPT through the hook). A
+ * errors leave everything as it was; a manifest found corrupt is rebuilt empty in place (SQLite's
+ * database reset, under the folder lock) and the event reported (YYC_ECORRUPT through the hook). A
  * closed manifest is reopened regardless of the lazy-reopen limits.
  * Returns: YYC_OK, YYC_EBUSY (another connection writes; nothing removed), errors. */
 YYC_API int yyc_kv_remove_all(yyc_kv *kv);

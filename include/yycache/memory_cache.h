@@ -161,11 +161,10 @@ YYC_API void yyc_memcache_set_free_handler(yyc_memcache *c, yyc_memcache_free_fn
  * The cache takes one reference to value (retain is called, under the lock). A replaced value
  * is released per the release policy. If the total cost exceeds the cost limit a background
  * trim is scheduled; if the count exceeds the count limit, the least recently used entry (the
- * policy's victim) is evicted before returning (one entry per call). value may be NULL (stored as NULL).
- * Total cost saturates at SIZE_MAX instead of wrapping.
- * Returns: YYC_OK, YYC_EINVAL (NULL cache, NULL key with key_len > 0, or an inline cache),
- * YYC_ETOOBIG (key of 4 GiB or more; checked before the key is read), YYC_ENOMEM.
- * Ownership: key is copied; value is retained. */
+ * policy's victim) is evicted before returning (one entry per call). value may be NULL (stored as
+ * NULL). Total cost saturates at SIZE_MAX instead of wrapping. Returns: YYC_OK, YYC_EINVAL (NULL
+ * cache, NULL key with key_len > 0, or an inline cache), YYC_ETOOBIG (key of 4 GiB or more; checked
+ * before the key is read), YYC_ENOMEM. Ownership: key is copied; value is retained. */
 YYC_API int yyc_memcache_set(yyc_memcache *c, const void *key, size_t key_len, void *value,
                              size_t cost);
 
@@ -218,11 +217,10 @@ YYC_API int yyc_memcache_get_inline(yyc_memcache *c, const void *key, size_t key
  * Returns: as the plain calls, and YYC_EINVAL for a NaN or negative time to live (nothing
  * stored; an inline value is not taken). YYC_ENOMEM leaves the cache unchanged.
  * Ownership and thread safety: as the plain calls. */
-YYC_API int yyc_memcache_set_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
-                                      void *value, size_t cost, double ttl_seconds);
+YYC_API int yyc_memcache_set_with_ttl(yyc_memcache *c, const void *key, size_t key_len, void *value,
+                                      size_t cost, double ttl_seconds);
 YYC_API int yyc_memcache_set_inline_with_ttl(yyc_memcache *c, const void *key, size_t key_len,
-                                             const void *value, size_t cost,
-                                             double ttl_seconds);
+                                             const void *value, size_t cost, double ttl_seconds);
 
 /* The time to live every other set gets (yyc_memcache_set, set_inline and the _if_generation
  * calls): seconds, INFINITY (the default) for none. Setting NaN means none; a negative value
@@ -266,8 +264,8 @@ YYC_API uint64_t yyc_memcache_generation(yyc_memcache *c, const void *key, size_
 YYC_API int yyc_memcache_set_if_generation(yyc_memcache *c, const void *key, size_t key_len,
                                            void *value, size_t cost, uint64_t generation,
                                            bool *out_stored);
-YYC_API int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key,
-                                                  size_t key_len, const void *value, size_t cost,
+YYC_API int yyc_memcache_set_inline_if_generation(yyc_memcache *c, const void *key, size_t key_len,
+                                                  const void *value, size_t cost,
                                                   uint64_t generation, bool *out_stored);
 
 /* The same with an explicit time to live, as yyc_memcache_set_with_ttl takes it (>= 0 seconds,
@@ -343,8 +341,8 @@ YYC_API void yyc_memcache_trim_to_age(yyc_memcache *c, double seconds);
  * then removes every entry if should_remove_all_on_memory_warning (default true). Same for
  * handle_enter_background with its own handler and flag (default true). The handlers run with
  * no lock held and may call into the cache. System memory pressure calls handle_memory_warning
- * on the watcher's thread for caches that opted in (memory_pressure.h). Ownership: ctx is borrowed until the handler is
- * replaced (NULL fn removes it) or the cache is freed. */
+ * on the watcher's thread for caches that opted in (memory_pressure.h). Ownership: ctx is borrowed
+ * until the handler is replaced (NULL fn removes it) or the cache is freed. */
 typedef void (*yyc_memcache_event_fn)(yyc_memcache *c, void *ctx);
 YYC_API void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn,
                                                      void *ctx);
@@ -462,8 +460,8 @@ YYC_API int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key
 YYC_API int yyc_memcache_finish_load(yyc_memcache *c, yyc_memcache_flight *flight, int status,
                                      void *value, size_t cost, void *error, uint64_t load_ns);
 YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight *flight,
-                                            int status, const void *value, size_t cost,
-                                            void *error, uint64_t load_ns);
+                                            int status, const void *value, size_t cost, void *error,
+                                            uint64_t load_ns);
 
 /* The blocking form. load(ctx, key, key_len, out_value) runs on the calling thread with no lock
  * held and returns YYC_OK after storing the value in out_value (pointer caches: a reference in
@@ -478,11 +476,9 @@ YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight
  * Blocking: a waiter sleeps until the load it waits for finishes (however long the loader
  * takes); never while holding the cache's mutex. Ownership: key is borrowed; ctx is the
  * loader's. Thread-safe. */
-typedef int (*yyc_memcache_load_fn)(void *ctx, const void *key, size_t key_len,
-                                    void *out_value);
-YYC_API int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len,
-                                     size_t cost, yyc_memcache_load_fn load, void *ctx,
-                                     void **out_value);
+typedef int (*yyc_memcache_load_fn)(void *ctx, const void *key, size_t key_len, void *out_value);
+YYC_API int yyc_memcache_get_or_load(yyc_memcache *c, const void *key, size_t key_len, size_t cost,
+                                     yyc_memcache_load_fn load, void *ctx, void **out_value);
 YYC_API int yyc_memcache_get_or_load_inline(yyc_memcache *c, const void *key, size_t key_len,
                                             size_t cost, yyc_memcache_load_fn load, void *ctx,
                                             void *out_value);
@@ -500,8 +496,7 @@ typedef struct yyc_memcache_key {
     const void *bytes; /* len bytes, not NUL-terminated (never NULL, also when len is 0) */
     size_t len;
 } yyc_memcache_key;
-YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys,
-                                   size_t *out_count);
+YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys, size_t *out_count);
 
 /* yyc_memcache_copy_keys with the values (pointer caches): the same snapshot, where each
  * entry's value holds a reference retained under the lock and transferred to the caller, who
@@ -510,7 +505,7 @@ YYC_API int yyc_memcache_copy_keys(yyc_memcache *c, yyc_memcache_key **out_keys,
 typedef struct yyc_memcache_entry {
     const void *key; /* key_len bytes in the array's allocation (never NULL) */
     size_t key_len;
-    void *value;     /* retained for the caller */
+    void *value; /* retained for the caller */
 } yyc_memcache_entry;
 YYC_API int yyc_memcache_copy_entries(yyc_memcache *c, yyc_memcache_entry **out_entries,
                                       size_t *out_count);

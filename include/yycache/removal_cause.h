@@ -18,11 +18,11 @@ extern "C" {
 /* Why an entry left a cache (Swift: CacheRemovalCause). Values are stable (ABI) and index
  * yyc_cache_statistics.removals. */
 typedef enum yyc_removal_cause {
-    YYC_REMOVED_EXPLICIT = 0,        /* remove, remove_all (also a set of NULL in Swift) */
-    YYC_REMOVED_REPLACED = 1,        /* a set on the same key replaced the value */
-    YYC_REMOVED_EXPIRED = 2,         /* its time to live passed, or the age limit / trim_to_age */
-    YYC_REMOVED_EVICTED = 3,         /* count or cost limit, trim_to_count, trim_to_cost */
-    YYC_REMOVED_MEMORY_PRESSURE = 4  /* handle_memory_warning, handle_enter_background */
+    YYC_REMOVED_EXPLICIT = 0,       /* remove, remove_all (also a set of NULL in Swift) */
+    YYC_REMOVED_REPLACED = 1,       /* a set on the same key replaced the value */
+    YYC_REMOVED_EXPIRED = 2,        /* its time to live passed, or the age limit / trim_to_age */
+    YYC_REMOVED_EVICTED = 3,        /* count or cost limit, trim_to_count, trim_to_cost */
+    YYC_REMOVED_MEMORY_PRESSURE = 4 /* handle_memory_warning, handle_enter_background */
 } yyc_removal_cause;
 
 /* The number of causes (the length of yyc_cache_statistics.removals). */

@@ -20,31 +20,31 @@ extern "C" {
 
 /* Export macro: the library is built with hidden visibility; only YYC_API symbols leave it. */
 #if defined(_WIN32) && defined(YYC_SHARED)
-#  ifdef YYC_BUILDING
-#    define YYC_API __declspec(dllexport)
-#  else
-#    define YYC_API __declspec(dllimport)
-#  endif
-#elif defined(__GNUC__) || defined(__clang__)
-#  define YYC_API __attribute__((visibility("default")))
+#ifdef YYC_BUILDING
+#define YYC_API __declspec(dllexport)
 #else
-#  define YYC_API
+#define YYC_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define YYC_API __attribute__((visibility("default")))
+#else
+#define YYC_API
 #endif
 
 /* XX(NAME, value, message). Values are stable: they are part of the ABI and of the Swift
  * CacheError.Code mirror. Append only. */
-#define YYC_STATUS_MAP(XX)                                                          \
-    XX(OK, 0, "success")                                                            \
-    XX(NOTFOUND, 1, "no value for the key")                                         \
-    XX(EINVAL, 2, "invalid argument")                                               \
-    XX(ENOMEM, 3, "out of memory")                                                  \
-    XX(EIO, 4, "input/output error")                                                \
-    XX(ESQLITE, 5, "SQLite error")                                                  \
-    XX(EBUSY, 6, "the database is busy or locked by another connection")            \
-    XX(ECLOSED, 7, "the cache is closed")                                           \
-    XX(ECORRUPT, 8, "the cache data is corrupt")                                    \
-    XX(ETOOBIG, 9, "value or key too large")                                        \
-    XX(ENOSPC, 10, "no space left on the device or over the file size limit")       \
+#define YYC_STATUS_MAP(XX)                                                    \
+    XX(OK, 0, "success")                                                      \
+    XX(NOTFOUND, 1, "no value for the key")                                   \
+    XX(EINVAL, 2, "invalid argument")                                         \
+    XX(ENOMEM, 3, "out of memory")                                            \
+    XX(EIO, 4, "input/output error")                                          \
+    XX(ESQLITE, 5, "SQLite error")                                            \
+    XX(EBUSY, 6, "the database is busy or locked by another connection")      \
+    XX(ECLOSED, 7, "the cache is closed")                                     \
+    XX(ECORRUPT, 8, "the cache data is corrupt")                              \
+    XX(ETOOBIG, 9, "value or key too large")                                  \
+    XX(ENOSPC, 10, "no space left on the device or over the file size limit") \
     XX(EPERM, 11, "permission denied or read-only file system")
 
 typedef enum yyc_status {
