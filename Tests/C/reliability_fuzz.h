@@ -23,6 +23,8 @@
 
 #include "reliability_support.h"
 
+#include "kv_private.h" /* yyc__kv_testing_* (test builds) */
+
 #include <math.h>
 
 #define FZ_KEYS 8
@@ -34,6 +36,7 @@ typedef struct fz_entry {
     char filename[400]; /* "" = inline */
     unsigned char ext[8];
     size_t ext_len;
+    int64_t expires; /* the disk fuzz's model clock (ms) at which it expires; INT64_MAX: never */
 } fz_entry;
 
 typedef struct fz_state {
@@ -384,7 +387,44 @@ typedef struct fzd_state {
     bool fn_on;
     int64_t last_removed;
     bool progress_ok;
+    int64_t clock; /* ms the expiry clock (frozen for the input) was moved forward */
 } fzd_state;
+
+/* Whether the model's entry k is stored but past its time to live: every read of it misses and
+ * removes it, every trim removes it, enumeration leaves it out. */
+static inline bool fzd_expired(const fzd_state *d, int k) {
+    const fz_entry *e = &d->base.model[k];
+    return e->present && d->clock >= e->expires;
+}
+
+/* A read of key k: true when the model has a live entry; an expired one is removed by it. */
+static inline bool fzd_read_hits(fzd_state *d, int k) {
+    if (fzd_expired(d, k)) fz_entry_clear(&d->base.model[k]);
+    return d->base.model[k].present;
+}
+
+static inline void fzd_drop_expired(fzd_state *d) {
+    for (int k = 0; k < FZ_KEYS; k++)
+        if (fzd_expired(d, k)) fz_entry_clear(&d->base.model[k]);
+}
+
+typedef struct fzd_walk {
+    fzd_state *d;
+    int seen;
+} fzd_walk;
+
+static int fzd_walk_entry(void *ctx, const yyc_diskcache_entry *entry) {
+    fzd_walk *w = ctx;
+    fz_state *s = &w->d->base;
+    int k = 0;
+    while (k < FZ_KEYS && strcmp(s->keys[k], entry->key) != 0) k++;
+    FZ_CHECK(s, k < FZ_KEYS && s->model[k].present && !fzd_expired(w->d, k),
+             "enumeration gave key %d, which the model has no live entry for", k);
+    FZ_CHECK(s, entry->size == (int64_t)s->model[k].len, "enumerated size");
+    FZ_CHECK(s, (entry->expiry_ms == 0) == (s->model[k].expires == INT64_MAX), "enumerated expiry");
+    w->seen++;
+    return 0;
+}
 
 /* key 0 -> "fn-a"; key 1 -> false (md5); key 7 -> an invalid name; others -> "" (md5). */
 static bool fzd_name_fn(void *ctx, const char *key, char out[256]) {
@@ -455,7 +495,7 @@ static inline void fzd_adopt_presence(fzd_state *d) {
 
 static inline void fzd_op(fzd_state *d) {
     fz_state *s = &d->base;
-    uint8_t op = fz_byte(s) % 16;
+    uint8_t op = fz_byte(s) % 20;
     int k = fz_byte(s) % FZ_KEYS;
     const char *key = s->keys[k];
     fz_entry *e = &s->model[k];
@@ -464,10 +504,13 @@ static inline void fzd_op(fzd_state *d) {
     case 0:
     case 1:
     case 2:
-    case 3: { /* set / set_with_filename */
-        bool explicit_call = op == 3;
-        s->op_name = explicit_call ? "set_with_filename" : "set";
+    case 3:
+    case 16: { /* set / set_with_filename / set_with_ttl */
+        bool explicit_call = op == 3, with_ttl = op == 16;
+        s->op_name = explicit_call ? "set_with_filename" : with_ttl ? "set_with_ttl" : "set";
         uint8_t lb = fz_byte(s), seed = fz_byte(s), extb = fz_byte(s), nb = fz_byte(s);
+        static const double ttls[] = {0, 0.001, 0.5, 2.0, INFINITY};
+        double ttl = with_ttl ? ttls[fz_byte(s) % 5] : INFINITY;
         size_t len = lb < 8 ? 0 : lb < 128 ? (size_t)lb * 3 : (size_t)(lb - 120) * 277;
         unsigned char *v = len ? malloc(len) : NULL;
         for (size_t i = 0; i < len; i++) v[i] = (unsigned char)(seed + i * 11);
@@ -495,6 +538,8 @@ static inline void fzd_op(fzd_state *d) {
         if (explicit_call)
             st = yyc_diskcache_set_with_filename(d->dc, key, v, len, ext_len ? ext : NULL, ext_len,
                                                  name);
+        else if (with_ttl)
+            st = yyc_diskcache_set_with_ttl(d->dc, key, v, len, ext_len ? ext : NULL, ext_len, ttl);
         else st = yyc_diskcache_set(d->dc, key, v, len, ext_len ? ext : NULL, ext_len);
         bool to_file = d->threshold == 0 || (d->threshold != SIZE_MAX && len > d->threshold);
         const char *file = NULL; /* the expected data file name */
@@ -518,14 +563,41 @@ static inline void fzd_op(fzd_state *d) {
             snprintf(e->filename, sizeof e->filename, "%s", to_file ? file : "");
             memcpy(e->ext, ext, ext_len);
             e->ext_len = ext_len;
+            /* (the library's own rounding: a time to live is never shortened) */
+            e->expires = ttl < INFINITY ? d->clock + (int64_t)ceil(ttl * 1000.0) : INT64_MAX;
         }
         free(v);
         break;
     }
+    case 17: {
+        s->op_name = "advance the expiry clock";
+        static const int64_t steps[] = {1, 499, 500, 1500, 10000};
+        int64_t ms = steps[fz_byte(s) % 5];
+        yyc__kv_testing_advance_clock(ms);
+        d->clock += ms;
+        break;
+    }
+    case 18: {
+        s->op_name = "for_each_entry";
+        fzd_walk w = {.d = d};
+        st = yyc_diskcache_for_each_entry(d->dc, fzd_walk_entry, &w);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        int live = 0;
+        for (int i = 0; i < FZ_KEYS; i++) live += s->model[i].present && !fzd_expired(d, i);
+        FZ_CHECK(s, w.seen == live, "enumerated %d entries, model %d live", w.seen, live);
+        break;
+    }
+    case 19:
+        s->op_name = "trim_expired";
+        st = yyc_diskcache_trim_expired(d->dc);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fzd_drop_expired(d);
+        break;
     case 4: {
         s->op_name = "get";
         void *v = NULL;
         size_t n = 0;
+        fzd_read_hits(d, k);
         st = yyc_diskcache_get(d->dc, key, &v, &n);
         FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model %d",
                  yyc_status_name(st), e->present);
@@ -539,6 +611,7 @@ static inline void fzd_op(fzd_state *d) {
         s->op_name = "get_extended_data";
         void *x = NULL;
         size_t n = 0;
+        fzd_read_hits(d, k);
         st = yyc_diskcache_get_extended_data(d->dc, key, &x, &n);
         FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s", yyc_status_name(st));
         if (st == YYC_OK)
@@ -555,6 +628,7 @@ static inline void fzd_op(fzd_state *d) {
         break;
     case 7:
         s->op_name = "contains";
+        fzd_read_hits(d, k);
         FZ_CHECK(s, yyc_diskcache_contains(d->dc, key) == e->present, "contains != %d", e->present);
         break;
     case 8:
@@ -565,6 +639,7 @@ static inline void fzd_op(fzd_state *d) {
         st = by_cost ? yyc_diskcache_trim_to_cost(d->dc, limit)
                      : yyc_diskcache_trim_to_count(d->dc, limit);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fzd_drop_expired(d);
         fzd_adopt_presence(d);
         int64_t total = -1;
         FZ_CHECK(s,
@@ -580,6 +655,7 @@ static inline void fzd_op(fzd_state *d) {
         int which = fz_byte(s) % 5;
         st = yyc_diskcache_trim_to_age(d->dc, ages[which]);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        fzd_drop_expired(d);
         if (which < 2)
             for (int i = 0; i < FZ_KEYS; i++) fz_entry_clear(&s->model[i]);
         break;
@@ -613,6 +689,7 @@ static inline void fzd_op(fzd_state *d) {
         st = yyc_diskcache_open(s->dir, d->threshold == 0 ? 1 : 0, &other);
         FZ_CHECK(s, st == YYC_OK && other == d->dc, "a second open is not the shared core");
         FZ_CHECK(s, yyc_diskcache_inline_threshold(other) == d->threshold, "threshold changed");
+        fzd_read_hits(d, k);
         FZ_CHECK(s, yyc_diskcache_contains(other, key) == e->present, "contains via second");
         yyc_diskcache_release(other);
         break;
@@ -622,6 +699,7 @@ static inline void fzd_op(fzd_state *d) {
         for (int i = 0; i < FZ_KEYS; i++) {
             void *v = NULL;
             size_t n = 0;
+            fzd_read_hits(d, i);
             st = yyc_diskcache_get(d->dc, s->keys[i], &v, &n);
             FZ_CHECK(s, st == (s->model[i].present ? YYC_OK : YYC_NOTFOUND), "key %d: %s", i,
                      yyc_status_name(st));
@@ -651,12 +729,14 @@ static inline int rel_fuzz_disk_one(const uint8_t *data, size_t size) {
     static const size_t thresholds[] = {0, REL_THRESHOLD, SIZE_MAX, 100};
     d->threshold = thresholds[fz_byte(s) % 4];
     s->op_name = "open";
+    yyc__kv_testing_freeze_clock(true); /* only the "advance" operation moves it */
     fzd_open(d);
     while (s->pos < s->size) {
         s->op_index++;
         fzd_op(d);
     }
     yyc_diskcache_release(d->dc);
+    yyc__kv_testing_freeze_clock(false);
     test_rm_rf(s->dir);
     for (int k = 0; k < FZ_KEYS; k++) fz_entry_clear(&s->model[k]);
     free(d);
