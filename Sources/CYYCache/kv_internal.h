@@ -8,8 +8,7 @@
  *                  mapping and reporting, checkpoint, vacuum);
  *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
  *                  file names, space reserve);
- *   kv_sweep.c     the background jobs on the worker thread (trash, stale temporaries, orphans,
- *                  WAL checkpoints).
+ *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans).
  *
  * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
  * entry points used by disk_cache.c and the tests are in kv_private.h.
@@ -30,7 +29,6 @@
 #include "stmt_cache.h"
 
 #include <sqlite3.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -43,9 +41,6 @@
 #define TEXT_OF_(x) #x
 #define TEXT_OF(x) TEXT_OF_(x)
 #define WAL_LIMIT_TEXT TEXT_OF(YYC__KV_WAL_LIMIT_BYTES)
-/* A commit that leaves the WAL with at least this many pages queues a passive checkpoint on the
- * disk queue (SQLite's own auto-checkpoint, which would run inside the commit, is off). */
-#define CHECKPOINT_PAGES 1000
 #define DATA_DIR "data"
 #define TRASH_DIR "trash"
 
@@ -167,8 +162,7 @@ typedef struct yyc__kv_removal_watch {
  * data_checked is true only under it, data/ (the folder data_fd names) is replaced only under it,
  * and every change of a row together with its file happens under it. Below, [caller] marks a
  * field only the caller's serialisation guards, [folder lock] one that needs the flock as well,
- * [open] one set by the open and constant after it, [testing] a test knob (test builds only),
- * [atomic] one shared with a job on the disk queue, guarded by no lock but its atomicity. */
+ * [open] one set by the open and constant after it, [testing] a test knob (test builds only). */
 struct yyc_kv {
     /* [open] */
     char *path;    /* as given to open */
@@ -201,10 +195,6 @@ struct yyc_kv {
     bool has_crc;           /* the manifest has both checksum columns and the expiry column */
     int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
                              * (0: none); set only around one save (kv_expiry.c) */
-    /* [atomic] A checkpoint job is queued or running (kv_sweep.c): set by the WAL hook on the
-     * caller's thread (yyc__kv_schedule_checkpoint), cleared by the job on the disk thread as
-     * its last access to the kv. At most one such job exists; close drains it first. */
-    atomic_bool checkpoint_pending;
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
      * upsert itself, instead of looking it up first (old_row_hook). [caller]; the last three are
      * written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
@@ -352,12 +342,5 @@ void yyc__kv_drop_unsaved_file_locked(yyc_kv *kv, const char *key, const char *p
 
 /* Empties trash/ on the worker thread; with sweep_data also stale temporaries and orphans. */
 void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
-/* Queues one passive checkpoint of the manifest on the disk queue, with a connection of its
- * own, unless one is queued or running already. Cheap (no SQLite call, no disk access): called
- * by the WAL hook after a commit on the caller's thread. */
-void yyc__kv_schedule_checkpoint(yyc_kv *kv);
-/* Waits, up to the busy timeout, for the queued or running checkpoint job to end. Returns
- * whether there was one. Blocks (polls); not on the checkpoint queue's own thread. */
-bool yyc__kv_wait_for_checkpoint(yyc_kv *kv);
 
 #endif /* YYCACHE_KV_INTERNAL_H */

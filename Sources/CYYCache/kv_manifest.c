@@ -251,23 +251,6 @@ static int check_foreign_schema(sqlite3 *db, int init_rc, bool *foreign, char *w
     return SQLITE_OK;
 }
 
-/* After each commit on the manifest connection (SQLite's WAL hook, on the committing thread,
- * with no SQLite lock held): a WAL of CHECKPOINT_PAGES pages or more is checkpointed on the
- * checkpoint queue, never here. A passive checkpoint copies frames while the writer appends
- * more, so a writer that commits without pause would keep the WAL from ever restarting (it grew
- * to 878 MB in 40,000 small saves): past YYC__KV_WAL_CAP_PAGES the commit waits for the queued
- * checkpoint, which then copies the whole WAL, and the next commit restarts the WAL and
- * truncates it to journal_size_limit. */
-static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
-    yyc_kv *kv = ctx;
-    (void)db;
-    (void)name;
-    if (pages < CHECKPOINT_PAGES) return SQLITE_OK;
-    yyc__kv_schedule_checkpoint(kv);
-    if (pages >= YYC__KV_WAL_CAP_PAGES) yyc__kv_wait_for_checkpoint(kv);
-    return SQLITE_OK;
-}
-
 /* Opens and initializes the manifest once. Returns YYC_OK or a recorded error; YYC_ECORRUPT
  * means the file is not a usable manifest (the caller rebuilds). */
 static int db_open_once(yyc_kv *kv) {
@@ -368,11 +351,6 @@ static int db_open_once(yyc_kv *kv) {
     /* Cap the WAL: after each checkpoint that lets it restart, SQLite truncates it to this
      * instead of keeping its high-water mark (per connection, not stored in the file). */
     sqlite3_exec(db, "pragma journal_size_limit = " WAL_LIMIT_TEXT ";", NULL, NULL, NULL);
-    /* SQLite's auto-checkpoint would run inside a caller's commit now and then, making that
-     * save slow: off, and the WAL hook queues the checkpoint on the checkpoint queue (the
-     * hook replaces the auto-checkpoint's own, so it is installed after turning that off). */
-    sqlite3_wal_autocheckpoint(db, 0);
-    sqlite3_wal_hook(db, wal_committed, kv);
     /* Deleted rows are zeroed where that costs no extra page writes (SQLite may be built with
      * SECURE_DELETE, which also rewrites every freed page): a delete then needs only a few WAL
      * frames, which matters most on a full disk (see delete_rows). */
@@ -546,21 +524,12 @@ static int rebuild_in_place(yyc_kv *kv) {
     return status;
 }
 
-/* A TRUNCATE checkpoint on the manifest connection. SQLite fails it with SQLITE_BUSY at once
- * while another connection checkpoints: when that is our own background checkpoint (kv_sweep.c;
- * it waits for nobody), wait for it, up to the busy timeout, and try once more. */
-static void checkpoint_truncate_now(yyc_kv *kv) {
-    int rc = sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    if ((rc & 0xff) != SQLITE_BUSY || !yyc__kv_wait_for_checkpoint(kv)) return;
-    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-}
-
-/* A TRUNCATE checkpoint that waits for no other process: busy readers or writers of other
- * processes leave it a passive one (best effort; errors ignored). */
+/* A TRUNCATE checkpoint that waits for nobody: busy readers or writers of other processes
+ * leave it a passive one (best effort; errors ignored). */
 static void checkpoint_truncate(yyc_kv *kv) {
     if (!kv->db) return;
     sqlite3_busy_timeout(kv->db, 0);
-    checkpoint_truncate_now(kv);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
 }
 
@@ -571,7 +540,7 @@ int yyc__kv_compact(yyc_kv *kv) {
     if (!kv->db) return YYC_ECLOSED;
     int rc = sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
     int status = rc == SQLITE_OK ? YYC_OK : yyc__kv_sqlite_fail(kv, rc, "vacuum");
-    checkpoint_truncate_now(kv);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return status;
 }
 

@@ -34,16 +34,11 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
-/* The WAL's size after a checkpoint (PRAGMA journal_size_limit, bytes): after a checkpoint
- * lets the WAL restart, SQLite truncates it to this size instead of keeping its high-water
- * mark. Checkpoints run on the checkpoint queue, queued by a commit that leaves 1000 pages or
- * more in the WAL, never inside the commit. */
+/* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
+ * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
+ * it still grows (by about SQLite's auto-checkpoint threshold, 1000 pages, plus the largest
+ * single transaction). */
 #define YYC__KV_WAL_LIMIT_BYTES 1048576
-/* The WAL's cap (pages): a commit that leaves at least this many pages in the WAL waits
- * (up to the busy timeout) for the queued checkpoint, so a writer that commits faster than the
- * checkpoints complete cannot grow the WAL past it by more than one transaction. Another
- * process reading an old snapshot can still hold the WAL longer, as in SQLite itself. */
-#define YYC__KV_WAL_CAP_PAGES 4000
 
 /* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
  * errors ignored). */
@@ -205,11 +200,6 @@ void yyc__kv_close_connection(yyc_kv *kv);
  * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
  * whether the hook is in use now. */
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
-
-/* Testing: how many of the WAL checkpoints queued after commits (every storage, since the
- * process started) copied pages into the database on a worker thread, and how many on another
- * thread (a close drains a queued one on its own thread). */
-void yyc__kv_checkpoint_counts(int *on_worker, int *elsewhere);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

@@ -111,7 +111,6 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     kv->root_fd = -1;
     kv->data_fd = -1;
     kv->save_dir_fd = -1;
-    atomic_init(&kv->checkpoint_pending, false);
     kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
     kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
     kv->retry_interval = YYC__KV_RETRY_INTERVAL;

@@ -1,16 +1,13 @@
 /*
  * kv_sweep.c - the KV storage's background sweeps (spec 2.7): emptying trash/ and, after an open,
- * removing stale temporary files and files of data/ that no manifest row names; and the
- * manifest's WAL checkpoints, queued by the WAL hook instead of running inside a commit.
+ * removing stale temporary files and files of data/ that no manifest row names.
  *
  * Owner: the worker thread (worker.c; queued per yyc_kv, drained by yyc_kv_close). A job owns
  * its own descriptors of the folder, data/ and trash/ and a copy of the manifest path, and opens
  * its own read-only SQLite connection: it reads nothing of the yyc_kv, which the caller's thread
- * keeps using meanwhile. Only yyc__kv_schedule_trash_empty and yyc__kv_schedule_checkpoint run
- * on the caller's thread (they read kv's descriptors and path to copy them); the checkpoint job
- * touches the kv once, to clear its atomic checkpoint_pending flag as its very last step (close
- * drains the kv's jobs before freeing it, so the kv is still there). The orphan sweep takes the
- * folder flock through its own open file description before each unlink.
+ * keeps using meanwhile. Only yyc__kv_schedule_trash_empty runs on the caller's thread (it reads
+ * kv's descriptors to duplicate them). The orphan sweep takes the folder flock through its own
+ * open file description before each unlink.
  */
 #include "kv_internal.h"
 
@@ -145,71 +142,4 @@ void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data) {
     }
     if (yyc__worker_async(YYC__QUEUE_DISK, kv, empty_trash_job, job) != YYC_OK)
         empty_trash_job(job);
-}
-
-/* --- WAL checkpoints --- */
-
-typedef struct checkpoint_job {
-    atomic_bool *pending; /* kv->checkpoint_pending: the job's only link to the kv */
-    char db_path[];       /* a copy: the job reads nothing else of the kv */
-} checkpoint_job;
-
-#ifdef YYC_TESTING
-static atomic_int checkpoints_on_worker, checkpoints_elsewhere;
-
-void yyc__kv_checkpoint_counts(int *on_worker, int *elsewhere) {
-    *on_worker = atomic_load(&checkpoints_on_worker);
-    *elsewhere = atomic_load(&checkpoints_elsewhere);
-}
-#endif
-
-/* A passive checkpoint through a short-lived connection of the job's own: it copies what no
- * reader needs any more into the database file and waits for no one (a busy or failing one is
- * skipped; the next commit over the threshold queues another). The writer that next finds the
- * WAL fully copied restarts it and truncates it to journal_size_limit. */
-static void checkpoint_job_run(void *arg) {
-    checkpoint_job *job = arg;
-    sqlite3 *db = NULL;
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-#ifdef SQLITE_OPEN_NOFOLLOW
-    flags |= SQLITE_OPEN_NOFOLLOW;
-#endif
-    /* A new connection opens the database (and sees its WAL) only at its first read: before
-     * that, a checkpoint through it does nothing. */
-    int wal_frames = -1, copied = -1;
-    if (sqlite3_open_v2(job->db_path, &db, flags, NULL) == SQLITE_OK &&
-        sqlite3_exec(db, "pragma schema_version;", NULL, NULL, NULL) == SQLITE_OK)
-        sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &wal_frames, &copied);
-#ifdef YYC_TESTING
-    if (copied > 0) /* (a checkpoint that copied something) */
-        atomic_fetch_add(yyc__worker_is_current() ? &checkpoints_on_worker : &checkpoints_elsewhere,
-                         1);
-#else
-    (void)copied;
-#endif
-    sqlite3_close(db);
-    atomic_bool *pending = job->pending;
-    free(job);
-    atomic_store(pending, false); /* last: the kv may be closed once this is seen */
-}
-
-void yyc__kv_schedule_checkpoint(yyc_kv *kv) {
-    if (atomic_exchange(&kv->checkpoint_pending, true)) return; /* one is queued or running */
-    size_t len = strlen(kv->db_path) + 1;
-    checkpoint_job *job = malloc(sizeof *job + len);
-    if (job) {
-        job->pending = &kv->checkpoint_pending;
-        memcpy(job->db_path, kv->db_path, len);
-        if (yyc__worker_async(YYC__QUEUE_CHECKPOINT, kv, checkpoint_job_run, job) == YYC_OK) return;
-        free(job);
-    }
-    /* Not queued (no memory, no thread): no checkpoint now; the next commit tries again. */
-    atomic_store(&kv->checkpoint_pending, false);
-}
-
-bool yyc__kv_wait_for_checkpoint(yyc_kv *kv) {
-    if (!atomic_load(&kv->checkpoint_pending)) return false;
-    double deadline = yyc__monotonic_now() + kv->busy_timeout_ms / 1000.0;
-    while (atomic_load(&kv->checkpoint_pending) && yyc__monotonic_now() < deadline) usleep(500);
-    return true;
 }

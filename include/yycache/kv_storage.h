@@ -30,10 +30,6 @@
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
  * Blocking: every call may read or write the disk except yyc_kv_path, yyc_kv_type_of, the error
  * hook and log settings, yyc_kv_item(s)_free, yyc_kv_filename_is_valid and yyc_kv_md5_filename.
- * No save or removal of single items runs a WAL checkpoint: those run on a background thread
- * once the WAL has 1,000 pages, and a commit that leaves 4,000 pages or more waits (up to the
- * busy timeout) for the queued one instead. Remove-all, the trims and vacuum end with a
- * truncating checkpoint on the calling thread.
  * Misuse: a NULL storage (or NULL output pointer) returns YYC_EINVAL (asserted in debug builds),
  * or NULL / false / no-op for functions without status.
  * Errors: a call returning an error status records details for yyc_last_error().
