@@ -172,6 +172,7 @@ static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
+static void remove_if_read_found_expired_locked(yyc_diskcache *dc, const char *key);
 static void watch_locked(yyc_diskcache *dc);
 static void unwatch_locked(yyc_diskcache *dc, yyc_removal_cause cause);
 static void note_saved_locked(yyc_diskcache *dc, const yyc__kv_write *w);
@@ -601,7 +602,7 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     int rc;
     if (!queued_read_locked(dc, key, false, NULL, NULL, &rc)) {
         rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
-        if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+        if (rc == YYC_NOTFOUND) remove_if_read_found_expired_locked(dc, key);
     }
     unlock_and_deliver(dc);
     return rc == YYC_OK;
@@ -621,7 +622,7 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
         return rc;
     }
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_value(dc->kv, key, out_value, out_len);
-    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    if (rc == YYC_NOTFOUND) remove_if_read_found_expired_locked(dc, key);
     if (rc == YYC_OK) dc->stats.hits++;
     else if (rc == YYC_NOTFOUND) dc->stats.misses++;
     unlock_and_deliver(dc);
@@ -642,7 +643,7 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
     }
     yyc_kv_item *item = NULL;
     rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_get_item_info(dc->kv, key, &item);
-    if (rc == YYC_NOTFOUND) remove_if_expired_locked(dc, key);
+    if (rc == YYC_NOTFOUND) remove_if_read_found_expired_locked(dc, key);
     if (rc == YYC_OK && item->extended_len) {
         void *copy = malloc(item->extended_len);
         if (!copy) {
@@ -1617,9 +1618,9 @@ long yyc__diskcache_flight_waiters(yyc_diskcache *dc, const char *key) {
 
 /* --- time to live (kv_expiry.c) --- */
 
-/* After a read found no live row for key: removes key's row if it has expired (the read that
- * finds an entry expired removes it). Its errors are reported through the hook only: the read
- * still answers that there is no value. Caller holds the lock; the core is open. */
+/* Removes key's row if it has expired (the read that finds an entry expired removes it). Its errors
+ * are reported through the hook only: the read still answers that there is no value. Caller holds
+ * the lock; the core is open. */
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
     yyc__assert_held(&dc->lock);
     if (key_is_empty(key)) return;
@@ -1630,6 +1631,12 @@ static void remove_if_expired_locked(yyc_diskcache *dc, const char *key) {
     yyc__kv_remove_if_expired(dc->kv, key, &removed);
     unwatch_locked(dc, YYC_REMOVED_EXPIRED);
     yyc__error_restore(&saved);
+}
+
+/* After a read answered a miss: removes key's row if the read found it expired (a missing row
+ * costs nothing more). Caller holds the lock; the core is open. */
+static void remove_if_read_found_expired_locked(yyc_diskcache *dc, const char *key) {
+    if (yyc__kv_take_read_found_expired(dc->kv)) remove_if_expired_locked(dc, key);
 }
 
 /* Removes every expired entry (the first step of every trim and auto-trim). Caller holds the

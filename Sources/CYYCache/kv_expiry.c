@@ -154,16 +154,20 @@ static int select_key_expired(yyc_kv *kv, const void *arg, sqlite3_stmt **s, boo
 
 int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed) {
     *removed = false;
-    int64_t expiry = 0;
-    int rc = yyc__kv_expiry_of(kv, key, &expiry);
-    if (rc == YYC_NOTFOUND) return YYC_OK;
-    if (rc != YYC_OK || expiry == 0 || expiry > yyc__kv_now_ms()) return rc;
-    /* The delete tests the expiry again, inside its transaction: a save of the key by another
-     * process in between (a new row, a new expiry) is not removed. */
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK || !kv->has_crc || !key || !*key) return rc;
+    /* The delete decides, inside its transaction: a save of the key by another process since
+     * the caller's read (a new row, a new expiry) is not removed. */
     int64_t n = 0;
     rc = yyc__kv_delete_selected(kv, select_key_expired, key, SIZE_MAX, &n);
     *removed = n > 0;
     return rc;
+}
+
+bool yyc__kv_take_read_found_expired(yyc_kv *kv) {
+    bool found = kv->read_found_expired;
+    kv->read_found_expired = false;
+    return found;
 }
 
 /* --- every expired row --- */

@@ -107,12 +107,16 @@
  * without the columns; an info row never checks the value, which it does not read). */
 #define CRCS_FULL CRC_COLUMN ", " EXT_CRC_COLUMN
 #define CRCS_INFO "NULL, " EXT_CRC_COLUMN
-#define SQL_GET_ITEM "select " COLS_FULL ", NULL, NULL from manifest where key = ?1;"
+/* The one-key reads (item, info, value, exists) end with the row's liveness (LIVE_ROW as a
+ * column: 1 live, 0 expired) instead of filtering by it, so that a read tells an expired row
+ * from a missing one without a second query (step_live). */
+#define SQL_GET_ITEM "select " COLS_FULL ", NULL, NULL, 1 from manifest where key = ?1;"
 #define SQL_GET_ITEM_CRC \
-    "select " COLS_FULL ", " CRCS_FULL " from manifest where key = ?1 and " LIVE_ROW ";"
-#define SQL_GET_INFO "select " COLS_INFO ", NULL, NULL from manifest where key = ?1;"
+    "select " COLS_FULL ", " CRCS_FULL ", " LIVE_ROW " from manifest where key = ?1;"
+#define SQL_GET_INFO "select " COLS_INFO ", NULL, NULL, 1 from manifest where key = ?1;"
 #define SQL_GET_INFO_CRC \
-    "select " COLS_INFO ", " CRCS_INFO " from manifest where key = ?1 and " LIVE_ROW ";"
+    "select " COLS_INFO ", " CRCS_INFO ", " LIVE_ROW " from manifest where key = ?1;"
+#define ITEM_LIVE_COLUMN 9
 /* Heads of the `key in (...)` lists of the same rows. */
 #define SQL_ITEMS_IN "select " COLS_FULL ", NULL, NULL from manifest where key in ("
 #define SQL_ITEMS_IN_CRC \
@@ -121,13 +125,15 @@
 #define SQL_INFOS_IN_CRC \
     "select " COLS_INFO ", " CRCS_INFO " from manifest where " LIVE_ROW " and key in ("
 #define SQL_GET_VALUE \
-    "select filename, size, inline_data, last_access_time, NULL from manifest where key = ?1;"
-#define SQL_GET_VALUE_CRC                                               \
-    "select filename, size, inline_data, last_access_time, " CRC_COLUMN \
-    " from manifest where key = ?1 and " LIVE_ROW ";"
+    "select filename, size, inline_data, last_access_time, NULL, 1 from manifest where key = ?1;"
+#define SQL_GET_VALUE_CRC                                                             \
+    "select filename, size, inline_data, last_access_time, " CRC_COLUMN ", " LIVE_ROW \
+    " from manifest where key = ?1;"
+#define VALUE_LIVE_COLUMN 5
 #define SQL_GET_FILENAME "select filename from manifest where key = ?1;"
 #define SQL_EXISTS "select 1 from manifest where key = ?1 limit 1;"
-#define SQL_EXISTS_CRC "select 1 from manifest where key = ?1 and " LIVE_ROW " limit 1;"
+#define SQL_EXISTS_CRC "select " LIVE_ROW " from manifest where key = ?1 limit 1;"
+#define EXISTS_LIVE_COLUMN 0
 /* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
  * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
  * instead of failing on overflow as sum() does. */
@@ -191,8 +197,11 @@ struct yyc_kv {
 #ifdef YYC_TESTING
     int fail_opens; /* [testing] opens left to fail */
 #endif
-    bool rebuild_pending;   /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
-    bool has_crc;           /* the manifest has both checksum columns and the expiry column */
+    bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
+    bool has_crc;         /* the manifest has both checksum columns and the expiry column */
+    /* The last one-key read (item, info, value, exists) found key's row expired and answered a
+     * miss: the caller may remove it (yyc__kv_take_read_found_expired). [caller] */
+    bool read_found_expired;
     int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
                              * (0: none); set only around one save (kv_expiry.c) */
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the

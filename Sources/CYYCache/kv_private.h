@@ -78,10 +78,16 @@ int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, siz
  * an empty key), errors. */
 int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms);
 
-/* Removes key's row (and file) if it has expired; *removed tells whether it did. One indexed
- * read when the row is live or missing. Returns YYC_OK (also when nothing was expired) or an
- * error. */
+/* Removes key's row (and file) if it has expired, deciding in the delete's own transaction
+ * (under the folder lock, as every removal); *removed tells whether it did. Call it after a read
+ * found the row expired (yyc__kv_take_read_found_expired): it always takes the folder lock and
+ * opens a write transaction. Returns YYC_OK (also when nothing was expired) or an error. */
 int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed);
+
+/* Whether the last one-key read (yyc_kv_get_item, _get_item_info, _get_value, _exists) answered
+ * a miss because key's row had expired; clears it. A miss of a missing row answers false, so a
+ * caller removes expired rows on read without a second query. */
+bool yyc__kv_take_read_found_expired(yyc_kv *kv);
 
 /* Removes every expired row and its file (one index range per batch, under the folder lock as
  * every removal; see yyc_kv_remove) and checkpoints when any went. *removed (may be NULL) gets

@@ -1063,6 +1063,17 @@ int yyc_kv_remove_all_progress(yyc_kv *kv, yyc_progress_fn progress, void *ctx) 
 
 /* --- get one --- */
 
+/* Steps a one-key read whose column live_at holds the row's liveness (see SQL_GET_ITEM): an
+ * expired row is reported as no row (SQLITE_DONE) and noted in kv->read_found_expired. */
+static int step_live(yyc_kv *kv, sqlite3_stmt *s, int live_at) {
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW && sqlite3_column_int(s, live_at) == 0) {
+        kv->read_found_expired = true;
+        src = SQLITE_DONE;
+    }
+    return src;
+}
+
 /* Returned by a first read pass that found a row whose file is missing or damaged: that may be
  * another process replacing the value right now, so the read is repeated under the folder
  * lock, where it is conclusive. */
@@ -1077,7 +1088,7 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
                         : yyc__kv_prepare2(kv, SQL_GET_INFO, SQL_GET_INFO_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
-    int src = sqlite3_step(s);
+    int src = step_live(kv, s, ITEM_LIVE_COLUMN);
     bool drop_file = false;
     char *drop_name = NULL;
     if (src == SQLITE_ROW) {
@@ -1109,6 +1120,7 @@ static int get_one(yyc_kv *kv, const char *key, bool want_value, yyc_kv_item **o
     if (YYC__MISUSE(kv == NULL || out == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = NULL;
+    kv->read_found_expired = false;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     kv->quiet_corrupt = true;
     int rc = get_one_pass(kv, key, want_value, out, false);
@@ -1137,7 +1149,7 @@ static int get_value_pass(yyc_kv *kv, const char *key, void **out_value, size_t 
     int rc = yyc__kv_prepare2(kv, SQL_GET_VALUE, SQL_GET_VALUE_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
-    int src = sqlite3_step(s);
+    int src = step_live(kv, s, VALUE_LIVE_COLUMN);
     bool drop_file = false;
     char *drop_name = NULL;
     void *buf = NULL;
@@ -1205,6 +1217,7 @@ int yyc_kv_get_value(yyc_kv *kv, const char *key, void **out_value, size_t *out_
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out_value = NULL;
     *out_len = 0;
+    kv->read_found_expired = false;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     kv->quiet_corrupt = true;
     int rc = get_value_pass(kv, key, out_value, out_len, false);
@@ -1374,13 +1387,14 @@ int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n, yyc_kv_
 
 int yyc_kv_exists(yyc_kv *kv, const char *key) {
     if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    kv->read_found_expired = false;
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
     bool with_crc;
     int rc = yyc__kv_prepare2(kv, SQL_EXISTS, SQL_EXISTS_CRC, &s, &with_crc);
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
-    int src = sqlite3_step(s);
+    int src = step_live(kv, s, EXISTS_LIVE_COLUMN);
     yyc__stmt_done(s);
     if (src == SQLITE_ROW) return YYC_OK;
     if (src == SQLITE_DONE) return YYC_NOTFOUND;
