@@ -129,6 +129,11 @@ struct yyc_diskcache {
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
     double interval;
+    /* Ends the storage's held read transaction YYC__KV_READ_HOLD_SECONDS after it began (see
+     * kv_read_hold.c); set at open, freed by the close; NULL: no read is held. Armed (its
+     * interval set) while read_end_armed [lock]. */
+    yyc__timer *read_timer;
+    bool read_end_armed;
 
     /* Registry (registry.lock). */
     int state; /* a reg_state */
@@ -171,6 +176,7 @@ static void push_event(yyc_diskcache *dc, const yyc_error *e);
 static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
+static void end_read_fire(void *arg);
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
 static void remove_if_read_found_expired_locked(yyc_diskcache *dc, const char *key);
 static void watch_locked(yyc_diskcache *dc);
@@ -384,9 +390,14 @@ static bool unreachable_locked(const yyc_diskcache *dc) {
 static int open_storage(yyc_diskcache *dc) {
     /* The core is not shared yet: the hook may queue events without the lock. */
     int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
+    if (rc == YYC_OK &&
+        yyc__timer_new(YYC__QUEUE_DISK, end_read_fire, dc, 0, &dc->read_timer) == YYC_OK)
+        yyc__kv_set_read_hold(dc->kv, true); /* (no timer: no read is held) */
     if (rc == YYC_OK) {
         rc = yyc__timer_new(YYC__QUEUE_DISK, auto_trim, dc, dc->interval, &dc->timer);
         if (rc != YYC_OK) {
+            yyc__timer_free(dc->read_timer);
+            dc->read_timer = NULL;
             yyc_kv_close(dc->kv);
             dc->kv = NULL;
             yyc__error(rc, 0, ENOMEM, "create auto-trim timer");
@@ -555,7 +566,8 @@ static void close_core(yyc_diskcache *dc) {
         dc->timer = NULL;
         unlock(&dc->timer_lock);
         yyc__timer_free(t);
-        yyc__timer_free(flush_timer); /* (waits for a commit running on the worker) */
+        yyc__timer_free(flush_timer);    /* (waits for a commit running on the worker) */
+        yyc__timer_free(dc->read_timer); /* (set at open, never changed; its fire sees closed) */
         yyc_kv_close(kv);
         lock(&registry.lock);
         unlink_locked(dc);
@@ -596,6 +608,28 @@ size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc) { return dc ? dc->thres
 
 /* --- reads --- */
 
+/* The read timer (disk worker): ends the held read transaction, so that an idle cache never
+ * keeps another connection's checkpoint waiting, and pauses itself. */
+static void end_read_fire(void *arg) {
+    yyc_diskcache *dc = arg;
+    lock(&dc->lock);
+    if (!dc->closed && dc->kv) {
+        yyc__kv_end_read(dc->kv);
+        dc->read_end_armed = false;
+        yyc__timer_set_interval(dc->read_timer, 0);
+    }
+    unlock(&dc->lock);
+}
+
+/* After a read: arms the read timer if the read left a read transaction held. Caller holds the
+ * lock; the core is open. */
+static void arm_read_end_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (dc->read_end_armed || !dc->read_timer || !yyc__kv_read_is_held(dc->kv)) return;
+    yyc__timer_set_interval(dc->read_timer, YYC__KV_READ_HOLD_SECONDS);
+    dc->read_end_armed = true;
+}
+
 bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (YYC__MISUSE(dc == NULL)) return false;
     if (lock_open(dc) != YYC_OK) return false;
@@ -603,6 +637,7 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     if (!queued_read_locked(dc, key, false, NULL, NULL, &rc)) {
         rc = key_is_empty(key) ? YYC_NOTFOUND : yyc_kv_exists(dc->kv, key);
         if (rc == YYC_NOTFOUND) remove_if_read_found_expired_locked(dc, key);
+        arm_read_end_locked(dc);
     }
     unlock_and_deliver(dc);
     return rc == YYC_OK;
@@ -625,6 +660,7 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     if (rc == YYC_NOTFOUND) remove_if_read_found_expired_locked(dc, key);
     if (rc == YYC_OK) dc->stats.hits++;
     else if (rc == YYC_NOTFOUND) dc->stats.misses++;
+    arm_read_end_locked(dc);
     unlock_and_deliver(dc);
     return rc;
 }
@@ -655,6 +691,7 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
         }
     }
     yyc_kv_item_free(item);
+    arm_read_end_locked(dc);
     unlock_and_deliver(dc);
     return rc;
 }

@@ -165,6 +165,9 @@ int yyc__kv_folder_lock(yyc_kv *kv) {
         kv->lock_depth++;
         return YYC_OK;
     }
+    /* Never wait for the folder while holding a read transaction: the lock's holder may be
+     * waiting for the WAL writer lock of a checkpoint that waits for our reader. */
+    yyc__kv_end_read(kv);
     int err = yyc__kv_flock_bounded(kv->root_fd, kv->busy_timeout_ms);
 #ifdef YYC_TESTING
     if (!err && kv->fail_flock) {

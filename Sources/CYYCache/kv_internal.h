@@ -199,6 +199,15 @@ struct yyc_kv {
 #endif
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
     bool has_crc;         /* the manifest has both checksum columns and the expiry column */
+    /* A read transaction held across pure reads (kv_read_hold.c). [caller] */
+    bool hold_reads;          /* the owner turned it on (yyc__kv_set_read_hold) */
+    bool keep_read;           /* the call in progress is a pure read: db_check keeps the hold */
+    bool read_held;           /* a read transaction of ours is open (only while db != NULL) */
+    int read_uses;            /* reads in it so far */
+    double read_began;        /* monotonic seconds */
+    double hold_quiet_until;  /* nothing is held before this (monotonic; another writer seen) */
+    const unsigned char *shm; /* SQLite's map of the WAL index (its header first), or NULL */
+    unsigned char read_header[48]; /* its WAL-index header before the transaction began */
     /* The last one-key read (item, info, value, exists) found key's row expired and answered a
      * miss: the caller may remove it (yyc__kv_take_read_found_expired). [caller] */
     bool read_found_expired;
@@ -264,6 +273,17 @@ typedef struct yyc__kv_batch {
     size_t n_placed;
     size_t cap;
 } yyc__kv_batch;
+
+/* --- kv_read_hold.c: one read transaction across consecutive reads --- */
+
+/* Finds SQLite's map of the WAL index (at open, once the connection is up; nothing when the
+ * hold is off). */
+void yyc__kv_read_hold_attach(yyc_kv *kv);
+/* Ends the hold and forgets the map (before the connection closes). */
+void yyc__kv_read_hold_detach(yyc_kv *kv);
+/* A pure read is about to step: continues the held read transaction while it is young, short
+ * and the manifest unchanged, else ends it and begins a new one (or holds nothing). */
+void yyc__kv_read_begin(yyc_kv *kv);
 
 /* --- kv_manifest.c: the manifest connection, statuses, reporting --- */
 

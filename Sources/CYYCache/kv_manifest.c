@@ -126,6 +126,7 @@ int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what) {
 
 void yyc__kv_db_close(yyc_kv *kv) {
     if (!kv->db) return;
+    yyc__kv_read_hold_detach(kv);
     yyc__stmt_cache_clear(&kv->stmts);
     if (sqlite3_close(kv->db) != SQLITE_OK) {
         /* Only an ad-hoc statement left behind by a bug can cause this: finalize and retry. */
@@ -369,6 +370,7 @@ static int db_open_once(yyc_kv *kv) {
     yyc__kv_watch_attach(kv);
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
+    yyc__kv_read_hold_attach(kv);
     return YYC_OK;
 }
 
@@ -392,6 +394,7 @@ int yyc__kv_db_open_or_rebuild(yyc_kv *kv) {
 /* Every operation starts here (spec 2.3): an open connection proceeds; a closed one is reopened
  * at most max_open_retries times in a row, retry_interval seconds apart. */
 int yyc__kv_db_check(yyc_kv *kv) {
+    if (kv->read_held && !kv->keep_read) yyc__kv_end_read(kv); /* (anything but a pure read) */
     if (kv->rebuild_pending) {
         /* SQLite reported corruption on the open manifest: it cannot be trusted any more (its
          * first page may still look fine, so probing it again would not tell). */
@@ -528,6 +531,7 @@ static int rebuild_in_place(yyc_kv *kv) {
  * leave it a passive one (best effort; errors ignored). */
 static void checkpoint_truncate(yyc_kv *kv) {
     if (!kv->db) return;
+    yyc__kv_end_read(kv);
     sqlite3_busy_timeout(kv->db, 0);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
@@ -538,6 +542,7 @@ static void checkpoint_truncate(yyc_kv *kv) {
  * postpone either); returns the VACUUM's status. */
 int yyc__kv_compact(yyc_kv *kv) {
     if (!kv->db) return YYC_ECLOSED;
+    yyc__kv_end_read(kv);
     int rc = sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
     int status = rc == SQLITE_OK ? YYC_OK : yyc__kv_sqlite_fail(kv, rc, "vacuum");
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);

@@ -42,6 +42,19 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
  * tmpfs small saves spent 40 % more time in the kernel with a 1 MB cap). */
 #define YYC__KV_WAL_LIMIT_BYTES 6291456 /* 6 MiB */
 
+/* The read transaction held across consecutive pure reads (kv_read_hold.c): at most this many
+ * reads, and never longer than this (the owner's timer ends an idle one). */
+#define YYC__KV_READ_HOLD_USES 256
+#define YYC__KV_READ_HOLD_SECONDS 0.005
+
+/* Turns the held read transaction on or off (off by default: an owner that turns it on must
+ * end an idle one within YYC__KV_READ_HOLD_SECONDS with yyc__kv_end_read). */
+void yyc__kv_set_read_hold(yyc_kv *kv, bool on);
+/* Ends the held read transaction, if any (no I/O beyond SQLite's lock calls). */
+void yyc__kv_end_read(yyc_kv *kv);
+/* Whether a read transaction is held now. */
+bool yyc__kv_read_is_held(const yyc_kv *kv);
+
 /* A TRUNCATE WAL checkpoint that waits for no other connection (busy ones leave it passive;
  * errors ignored). */
 void yyc__kv_checkpoint(yyc_kv *kv);

@@ -246,7 +246,7 @@ static int lookup_filename(yyc_kv *kv, const char *key, char **out) {
 
 static int touch(yyc_kv *kv, const char *key) {
     sqlite3_stmt *s;
-    int rc = yyc__kv_prepare(kv, SQL_TOUCH, &s);
+    int rc = yyc__kv_prepare(kv, SQL_TOUCH, &s); /* (db_check ends a held read transaction) */
     if (rc != YYC_OK) return rc;
     sqlite3_bind_int64(s, 1, now_seconds());
     yyc__kv_bind_key(s, 2, key);
@@ -1084,8 +1084,11 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
     *out = NULL;
     sqlite3_stmt *s;
     bool with_crc;
+    kv->keep_read = !confirm; /* (a first pass is a pure read: the held read transaction stays) */
     int rc = want_value ? yyc__kv_prepare2(kv, SQL_GET_ITEM, SQL_GET_ITEM_CRC, &s, &with_crc)
                         : yyc__kv_prepare2(kv, SQL_GET_INFO, SQL_GET_INFO_CRC, &s, &with_crc);
+    if (rc == YYC_OK && !confirm) yyc__kv_read_begin(kv);
+    kv->keep_read = false;
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = step_live(kv, s, ITEM_LIVE_COLUMN);
@@ -1145,8 +1148,11 @@ static int get_value_pass(yyc_kv *kv, const char *key, void **out_value, size_t 
     *out_value = NULL;
     *out_len = 0;
     sqlite3_stmt *s;
-    bool with_crc; /* (the statement selects NULL without the column) */
+    bool with_crc;            /* (the statement selects NULL without the column) */
+    kv->keep_read = !confirm; /* (a first pass is a pure read: the held read transaction stays) */
     int rc = yyc__kv_prepare2(kv, SQL_GET_VALUE, SQL_GET_VALUE_CRC, &s, &with_crc);
+    if (rc == YYC_OK && !confirm) yyc__kv_read_begin(kv);
+    kv->keep_read = false;
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = step_live(kv, s, VALUE_LIVE_COLUMN);
@@ -1309,6 +1315,7 @@ static int get_chunk(yyc_kv *kv, const char *const *keys, size_t n, bool want_va
 static int touch_chunk(yyc_kv *kv, const char *const *keys, size_t n) {
     sqlite3_stmt *s;
     bool adhoc;
+    yyc__kv_end_read(kv); /* a write: never inside the held read transaction */
     int rc = prepare_in(kv, "update manifest set last_access_time = ?1 where key in (", ");", keys,
                         n, 2, &s, &adhoc);
     if (rc != YYC_OK) return rc;
@@ -1391,7 +1398,10 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     if (key_is_empty(key)) return YYC_NOTFOUND;
     sqlite3_stmt *s;
     bool with_crc;
+    kv->keep_read = true; /* (a pure read: the held read transaction stays) */
     int rc = yyc__kv_prepare2(kv, SQL_EXISTS, SQL_EXISTS_CRC, &s, &with_crc);
+    if (rc == YYC_OK) yyc__kv_read_begin(kv);
+    kv->keep_read = false;
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = step_live(kv, s, EXISTS_LIVE_COLUMN);
