@@ -83,6 +83,13 @@ typedef struct write_req {
     struct write_req *next; /* in `incoming` */
 } write_req;
 
+/* The background writes of the reads' access times (write_access_times_fire): every
+ * ACCESS_WRITE_INTERVAL seconds at most ACCESS_WRITES_PER_FIRE, ACCESS_WRITE_CHUNK per
+ * transaction. */
+#define ACCESS_WRITE_INTERVAL 1.0
+#define ACCESS_WRITES_PER_FIRE 4096
+#define ACCESS_WRITE_CHUNK 256
+
 struct yyc_diskcache {
     pthread_mutex_t lock;
     yyc_kv *kv; /* NULL once closed */
@@ -134,6 +141,10 @@ struct yyc_diskcache {
      * interval set) while read_end_armed [lock]. */
     yyc__timer *read_timer;
     bool read_end_armed;
+    /* Writes the access times the reads noted (kv_access_times.c) every
+     * ACCESS_WRITE_INTERVAL seconds; set at open, freed by the close (NULL: the reads write
+     * them at once, as YYKVStorage does). */
+    yyc__timer *access_timer;
 
     /* Registry (registry.lock). */
     int state; /* a reg_state */
@@ -177,6 +188,7 @@ static void unlock_and_deliver(yyc_diskcache *dc);
 static int fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 static void auto_trim(void *arg);
 static void end_read_fire(void *arg);
+static void write_access_times_fire(void *arg);
 static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
 static void remove_if_read_found_expired_locked(yyc_diskcache *dc, const char *key);
 static void watch_locked(yyc_diskcache *dc);
@@ -393,11 +405,16 @@ static int open_storage(yyc_diskcache *dc) {
     if (rc == YYC_OK &&
         yyc__timer_new(YYC__QUEUE_DISK, end_read_fire, dc, 0, &dc->read_timer) == YYC_OK)
         yyc__kv_set_read_hold(dc->kv, true); /* (no timer: no read is held) */
+    if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DISK, write_access_times_fire, dc,
+                                       ACCESS_WRITE_INTERVAL, &dc->access_timer) == YYC_OK)
+        yyc__kv_set_deferred_access_times(dc->kv, true); /* (no timer: reads write them) */
     if (rc == YYC_OK) {
         rc = yyc__timer_new(YYC__QUEUE_DISK, auto_trim, dc, dc->interval, &dc->timer);
         if (rc != YYC_OK) {
             yyc__timer_free(dc->read_timer);
             dc->read_timer = NULL;
+            yyc__timer_free(dc->access_timer);
+            dc->access_timer = NULL;
             yyc_kv_close(dc->kv);
             dc->kv = NULL;
             yyc__error(rc, 0, ENOMEM, "create auto-trim timer");
@@ -566,8 +583,9 @@ static void close_core(yyc_diskcache *dc) {
         dc->timer = NULL;
         unlock(&dc->timer_lock);
         yyc__timer_free(t);
-        yyc__timer_free(flush_timer);    /* (waits for a commit running on the worker) */
-        yyc__timer_free(dc->read_timer); /* (set at open, never changed; its fire sees closed) */
+        yyc__timer_free(flush_timer);      /* (waits for a commit running on the worker) */
+        yyc__timer_free(dc->read_timer);   /* (set at open, never changed; its fire sees closed) */
+        yyc__timer_free(dc->access_timer); /* (likewise; the close writes what waits) */
         yyc_kv_close(kv);
         lock(&registry.lock);
         unlink_locked(dc);
@@ -619,6 +637,37 @@ static void end_read_fire(void *arg) {
         yyc__timer_set_interval(dc->read_timer, 0);
     }
     unlock(&dc->lock);
+}
+
+/* Reads note their access times instead of writing them (kv_access_times.c); this writes
+ * them from the disk worker, at most ACCESS_WRITES_PER_FIRE per fire (so that heavy reads of
+ * many keys cost the worker a bounded share of the lock), ACCESS_WRITE_CHUNK per transaction,
+ * releasing the lock between two so that callers wait behind one chunk at most. The trims write
+ * all of them first (write_access_times_locked), and the close writes the rest. */
+
+static void write_access_times_fire(void *arg) {
+    yyc_diskcache *dc = arg;
+    for (size_t written = 0; written < ACCESS_WRITES_PER_FIRE; written += ACCESS_WRITE_CHUNK) {
+        lock(&dc->lock);
+        bool more = !dc->closed && dc->kv && yyc__kv_access_times_pending(dc->kv) > 0;
+        if (more) yyc__kv_write_access_times(dc->kv, ACCESS_WRITE_CHUNK);
+        more = more && dc->kv && yyc__kv_access_times_pending(dc->kv) > 0;
+        unlock_and_deliver(dc);
+        if (!more) return;
+    }
+}
+
+#ifdef YYC_TESTING
+/* Testing: one fire of the access-time timer now, on the caller's thread. */
+void yyc__diskcache_testing_write_access_times(yyc_diskcache *dc);
+void yyc__diskcache_testing_write_access_times(yyc_diskcache *dc) { write_access_times_fire(dc); }
+#endif
+
+/* Before a least-recently-used or age decision: writes every access time the reads noted.
+ * Caller holds the lock; the core is open. */
+static void write_access_times_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    if (yyc__kv_access_times_pending(dc->kv) > 0) yyc__kv_write_access_times(dc->kv, SIZE_MAX);
 }
 
 /* After a read: arms the read timer if the read left a read transaction held. Caller holds the
@@ -1178,12 +1227,14 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
 static int trim_cost_locked(yyc_diskcache *dc, int64_t cost) {
     yyc__assert_held(&dc->lock);
     if (cost == INT64_MAX) return YYC_OK;
+    write_access_times_locked(dc);
     return yyc_kv_remove_to_fit_size(dc->kv, cost < 0 ? 0 : cost); /* 0: everything */
 }
 
 static int trim_count_locked(yyc_diskcache *dc, int64_t count) {
     yyc__assert_held(&dc->lock);
     if (count == INT64_MAX) return YYC_OK;
+    write_access_times_locked(dc);
     return yyc_kv_remove_to_fit_count(dc->kv, count < 0 ? 0 : count);
 }
 
@@ -1195,6 +1246,7 @@ static int trim_age_locked(yyc_diskcache *dc, double age) {
     if (!(age < (double)now)) return YYC_OK; /* covers DBL_MAX and +inf */
     int64_t cutoff = now - (int64_t)age;
     if (cutoff <= 0) return YYC_OK;
+    write_access_times_locked(dc);
     return yyc_kv_remove_earlier_than(dc->kv, cutoff);
 }
 
@@ -1213,6 +1265,7 @@ static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
     if (free_bytes >= target) return YYC_OK;
     int64_t need = target - free_bytes;
     int64_t keep = total > need ? total - need : 0;
+    write_access_times_locked(dc);
     return yyc_kv_remove_to_fit_size(dc->kv, keep);
 }
 

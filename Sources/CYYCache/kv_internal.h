@@ -26,6 +26,7 @@
 
 #include "fs_util.h"
 #include "kv_private.h"
+#include "lru_map.h"
 #include "stmt_cache.h"
 
 #include <sqlite3.h>
@@ -199,6 +200,10 @@ struct yyc_kv {
 #endif
     bool rebuild_pending; /* SQLITE_CORRUPT seen on an open connection: rebuild on next use */
     bool has_crc;         /* the manifest has both checksum columns and the expiry column */
+    /* Access times noted by reads and written later (kv_access_times.c). [caller] */
+    bool defer_access;       /* the owner turned it on (yyc__kv_set_deferred_access_times) */
+    yyc__lru_map access;     /* key -> second of its last read; oldest noted at the tail */
+    uint64_t access_dropped; /* reads whose time was not noted (the map was full) */
     /* A read transaction held across pure reads (kv_read_hold.c). [caller] */
     bool hold_reads;          /* the owner turned it on (yyc__kv_set_read_hold) */
     bool keep_read;           /* the call in progress is a pure read: db_check keeps the hold */

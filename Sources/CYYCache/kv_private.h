@@ -42,6 +42,24 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
  * tmpfs small saves spent 40 % more time in the kernel with a 1 MB cap). */
 #define YYC__KV_WAL_LIMIT_BYTES 6291456 /* 6 MiB */
 
+/* Access times noted by reads instead of written at once (kv_access_times.c): at most this
+ * many keys wait; a read of another key while they do keeps that key's older time. */
+#define YYC__KV_ACCESS_MAX 8192
+
+/* Turns deferred access times on or off (off by default: a read writes its key's access time at
+ * once, as YYKVStorage does; turning it off writes what waits). */
+void yyc__kv_set_deferred_access_times(yyc_kv *kv, bool on);
+/* Notes that key was read at `now` (unix seconds) instead of writing it. */
+void yyc__kv_note_access(yyc_kv *kv, const char *key, int64_t now);
+/* How many keys' access times wait. */
+size_t yyc__kv_access_times_pending(const yyc_kv *kv);
+/* Writes up to max waiting access times (the oldest noted first; SIZE_MAX: all) in one
+ * transaction, each only if it is newer than the row's, and forgets them, written or not.
+ * Returns YYC_OK or an error (a closed manifest keeps them for a later call). */
+int yyc__kv_write_access_times(yyc_kv *kv, size_t max);
+/* Frees the map (at close, after the last write). */
+void yyc__kv_access_times_destroy(yyc_kv *kv);
+
 /* The read transaction held across consecutive pure reads (kv_read_hold.c): at most this many
  * reads, and never longer than this (the owner's timer ends an idle one). */
 #define YYC__KV_READ_HOLD_USES 256

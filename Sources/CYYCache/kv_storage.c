@@ -112,6 +112,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     kv->data_fd = -1;
     kv->save_dir_fd = -1;
     kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
+    yyc__lru_map_init(&kv->access);
     kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
     kv->retry_interval = YYC__KV_RETRY_INTERVAL;
     kv->hook = hook;
@@ -167,6 +168,8 @@ void yyc_kv_close(yyc_kv *kv) {
     /* First the background job (its read-only connection must be gone so that our close, the
      * last one, checkpoints and deletes the -wal and -shm files), then the connection. */
     yyc__worker_drain(kv);
+    yyc__kv_write_access_times(kv, SIZE_MAX); /* (errors reported; the times are lost) */
+    yyc__kv_access_times_destroy(kv);
     yyc__kv_db_close(kv);
     if (kv->data_fd >= 0) close(kv->data_fd);
     if (kv->root_fd >= 0) close(kv->root_fd);
@@ -251,6 +254,17 @@ static int touch(yyc_kv *kv, const char *key) {
     sqlite3_bind_int64(s, 1, now_seconds());
     yyc__kv_bind_key(s, 2, key);
     return yyc__kv_step_done(kv, s, "update access time");
+}
+
+/* A read's access time: noted for a later write when the owner defers them
+ * (kv_access_times.c), else written now (a failure is reported, the read still succeeds). */
+static void record_access(yyc_kv *kv, const char *key) {
+    if (kv->defer_access) {
+        yyc__kv_note_access(kv, key, now_seconds());
+        return;
+    }
+    int rc = touch(kv, key);
+    if (rc != YYC_OK) yyc__kv_report(kv, false, rc, 0, 0, "access time not updated");
 }
 
 /* --- items --- */
@@ -1111,8 +1125,7 @@ static int get_one_pass(yyc_kv *kv, const char *key, bool want_value, yyc_kv_ite
             rc = confirm ? delete_row_and_file(kv, key, drop_name) : RETRY_UNDER_LOCK;
         } else if (want_value && rc == YYC_OK && (*out)->last_access_time != now_seconds()) {
             /* (Already touched this second: writing the same time again is skipped.) */
-            int trc = touch(kv, key);
-            if (trc != YYC_OK) yyc__kv_report(kv, false, trc, 0, 0, "access time not updated");
+            record_access(kv, key);
         }
     }
     free(drop_name);
@@ -1205,10 +1218,7 @@ static int get_value_pass(yyc_kv *kv, const char *key, void **out_value, size_t 
         free(buf);
         return rc;
     }
-    if (atime != now_seconds()) {
-        int trc = touch(kv, key);
-        if (trc != YYC_OK) yyc__kv_report(kv, false, trc, 0, 0, "access time not updated");
-    }
+    if (atime != now_seconds()) record_access(kv, key);
     if (len == 0) {
         free(buf);
         buf = NULL;
@@ -1362,6 +1372,11 @@ static int get_many(yyc_kv *kv, const char *const *keys, size_t n, bool want_val
     free(gone.rows);
     if (rc == YYC_OK && want_value && list.count > 0) {
         /* YYKVStorage refreshes every requested key once at least one item came back. */
+        if (kv->defer_access) {
+            for (size_t i = 0; i < n; i++)
+                if (!key_is_empty(keys[i])) yyc__kv_note_access(kv, keys[i], now_seconds());
+            n = 0; /* (nothing to write now) */
+        }
         for (size_t i = 0; i < n; i += YYC__KV_IN_CHUNK) {
             size_t m = n - i < YYC__KV_IN_CHUNK ? n - i : YYC__KV_IN_CHUNK;
             int trc = touch_chunk(kv, keys + i, m);
