@@ -12,10 +12,10 @@
  *     began (so a read never sees a value older than a set that returned, in this process or
  *     another; and then nothing is held for YYC__KV_READ_HOLD_SECONDS, so that a reader among
  *     busy writers is not always inside a read transaction, which would keep their checkpoints
- *     from ever restarting the WAL): the WAL-index header in the -shm file (the documented
- *     WAL-index format: every commit rewrites it, after the commit, before the writer returns)
- *     is compared with a copy taken before the transaction began, read through SQLite's own
- *     map of it;
+ *     from ever restarting the WAL; YYC__KV_READ_HOLD_QUIET_SECONDS): the WAL-index header in the
+ * -shm file (the documented WAL-index format: every commit rewrites it, after the commit, before
+ * the writer returns) is compared with a copy taken before the transaction began, read through
+ * SQLite's own map of it;
  *   - any other operation of this storage (every write, access-time update, trim, count,
  *     checkpoint, close: yyc__kv_db_check ends it unless the call is a pure read, keep_read;
  *     the folder lock ends it before it is awaited);
@@ -88,7 +88,7 @@ void yyc__kv_read_begin(yyc_kv *kv) {
         yyc__kv_end_read(kv);
         /* Someone else writes: hold nothing for a while (a reader that is always inside a
          * read transaction would keep the writers' checkpoints from ever restarting the WAL). */
-        if (changed) kv->hold_quiet_until = now + YYC__KV_READ_HOLD_SECONDS;
+        if (changed) kv->hold_quiet_until = now + YYC__KV_READ_HOLD_QUIET_SECONDS;
     }
     if (now < kv->hold_quiet_until) return;
     if (!sqlite3_get_autocommit(kv->db)) return; /* (some transaction is open: not ours) */

@@ -1,9 +1,11 @@
 /*
  * test_read_hold.c - the read transaction a disk cache holds across consecutive reads
  * (kv_read_hold.c): a read never sees a value older than a set that returned, in this process
- * or another, and the WAL stays bounded while another process writes.
+ * or another, and another connection's checkpoint is never kept from completing for long.
  */
 #include "test_kv_support.h"
+
+#include "internal.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -113,12 +115,13 @@ a_read_never_sees_a_value_older_than_a_set_that_returned_in_another_process(void
 
 static long long wal_size(const char *dir) { return tk_file_size(dir, "manifest.sqlite-wal"); }
 
-static void the_wal_stays_bounded_while_reads_hold_and_another_process_writes(void **state) {
+/* Reads race a writer in another process and every one succeeds. (How large the WAL gets
+ * meanwhile depends on the scheduling: 4-25 MB here, up to 43 MB under load, against 10-32 MB
+ * with no read held; printed, not asserted: the bound that holds whatever the timing is the
+ * test below.) */
+static void reads_racing_a_writer_in_another_process_all_succeed(void **state) {
     (void)state;
     enum { KEYS = 200, SETS = 4000 };
-    /* Held without bound (YYKVStorage's pending statement) the WAL reaches about 120 MB here;
-     * bounded, 10-20 MB (about what a reader that resets every statement leaves). */
-    const long long bound = 48ll << 20;
     char *dir = test_temp_dir("hold-wal");
     char value[1000];
     memset(value, 'v', sizeof value);
@@ -172,7 +175,7 @@ static void the_wal_stays_bounded_while_reads_hold_and_another_process_writes(vo
         }
     }
     fprintf(stderr, "largest WAL %lld bytes over %ld reads\n", largest, reads);
-    assert_true(largest <= bound);
+
     yyc_diskcache_release(dc);
     test_rm_rf(dir);
     free(dir);
@@ -222,11 +225,44 @@ static void a_read_holds_no_write_lock_and_its_access_time_is_committed_by_the_t
     free(dir);
 }
 
+/* The bound that holds whatever the timing: once a read saw another connection's commit, no
+ * snapshot from before it stays held, so that connection's checkpoint copies every frame back
+ * (a reader pinning an old snapshot would keep the newer frames in the WAL, and a WAL is only
+ * restarted once it was copied back completely), even while this process goes on reading. */
+static void
+a_read_that_saw_another_commit_never_keeps_its_checkpoint_from_completing(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("hold-ckpt");
+    yyc_diskcache *dc = open_dc(dir);
+    set_number(dc, "k", 0);
+    set_number(dc, "other", 7);
+    yyc__worker_wait_idle(YYC__QUEUE_DISK); /* (the sweep after the open reads too) */
+    sqlite3 *db = tk_raw_open(dir);
+    sqlite3_busy_timeout(db, 0);
+    for (int round = 1; round <= 40; round++) {
+        assert_int_equal(get_number(dc, "other"), 7); /* a read transaction may be held */
+        char sql[96];
+        snprintf(sql, sizeof sql, "update manifest set inline_data = '%d' where key = 'k'", round);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        for (int j = 0; j < 3; j++) assert_int_equal(get_number(dc, "other"), 7);
+        int log = -1, done = -1;
+        assert_int_equal(
+            sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done), SQLITE_OK);
+        assert_true(log > 0);
+        assert_int_equal(done, log); /* every frame copied back */
+    }
+    sqlite3_close(db);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(a_read_that_saw_another_commit_never_keeps_its_checkpoint_from_completing),
     cmocka_unit_test(a_read_holds_no_write_lock_and_its_access_time_is_committed_by_the_trim),
     cmocka_unit_test(a_read_sees_a_set_that_returned_on_another_connection_of_this_process),
     cmocka_unit_test(a_read_never_sees_a_value_older_than_a_set_that_returned_in_another_process),
-    cmocka_unit_test(the_wal_stays_bounded_while_reads_hold_and_another_process_writes),
+    cmocka_unit_test(reads_racing_a_writer_in_another_process_all_succeed),
 };
 
 YYC_TEST_MAIN(tests)
