@@ -75,9 +75,14 @@ YYC_API size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc);
 /* Whether key has a value (no access-time update). false on error or after close. */
 YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 
-/* Reads a value and refreshes its access time.
+/* Reads a value and refreshes its access time. The read writes nothing: the access time is
+ * noted in memory and written later, in the background (at most 4,096 a second), before any
+ * trim that decides by access time, and at close; while 8,192 keys' times wait, a read of
+ * another key keeps its older one. Consecutive reads share one read transaction (at most 256
+ * reads or 5 ms, ended as soon as another connection commits): a read never returns a value
+ * older than a set that returned, in this process or another.
  * Returns: YYC_OK (*out_value transferred, free with yyc_free; may be NULL when *out_len == 0),
- * YYC_NOTFOUND, errors. Ownership: key is borrowed. */
+ * YYC_NOTFOUND, errors. Ownership: key is borrowed. Blocking: reads the disk. */
 YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value,
                               size_t *out_len);
 
