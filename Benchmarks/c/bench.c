@@ -924,7 +924,7 @@ static void bench_disk(const char *group, bool large) {
     free(order);
 }
 
-#include "bench_writes.inc" /* the disk-writes group */
+#include "bench_writes.inc"  /* the disk-writes group */
 #include "bench_latency.inc" /* the disk-latency group */
 
 /* ---- footprint: resident-set growth for opt.keys entries, in this (fresh) process ---- */
