@@ -35,8 +35,9 @@
  * connection of its own); the commit that finds it done with at most 64 pages written since
  * copies those few itself, so that the WAL restarts; a commit that leaves 1,000 pages or more
  * runs the queued one itself or waits for the running one (the WAL stays under that plus one
- * transaction). Remove-all, the trims and vacuum end with a truncating checkpoint on the calling
- * thread, after running or waiting for a queued one; a close runs a queued one.
+ * transaction, unless another process reads an old snapshot, as with SQLite's own). Remove-all,
+ * the trims and vacuum end with a truncating checkpoint on the calling thread, after running or
+ * waiting for a queued one; a close runs a queued one.
  * Misuse: a NULL storage (or NULL output pointer) returns YYC_EINVAL (asserted in debug builds),
  * or NULL / false / no-op for functions without status.
  * Errors: a call returning an error status records details for yyc_last_error().
