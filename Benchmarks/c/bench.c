@@ -924,7 +924,8 @@ static void bench_disk(const char *group, bool large) {
     free(order);
 }
 
-#include "bench_writes.inc" /* the disk-writes group */
+#include "bench_writes.inc"  /* the disk-writes group */
+#include "bench_latency.inc" /* the disk-latency group */
 
 /* ---- footprint: resident-set growth for opt.keys entries, in this (fresh) process ---- */
 
@@ -999,7 +1000,7 @@ static void bench_footprint(void) {
 static void usage(void) {
     fprintf(
         stderr,
-        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|footprint]\n"
+        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|footprint]\n"
         "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
         "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
         "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
@@ -1060,6 +1061,7 @@ int main(int argc, char **argv) {
     else if (strcmp(opt.group, "disk-large") == 0) bench_disk("disk-large", true);
     else if (strcmp(opt.group, "footprint") == 0) bench_footprint();
     else if (strcmp(opt.group, "disk-writes") == 0) bench_disk_writes("disk-writes");
+    else if (strcmp(opt.group, "disk-latency") == 0) bench_disk_latency("disk-latency");
     else usage();
     return 0;
 }

@@ -99,9 +99,11 @@ double yyc__monotonic_now(void);
 typedef void (*yyc__job_fn)(void *arg);
 
 typedef enum yyc__queue {
-    YYC__QUEUE_MEMORY, /* memory caches: releases, cost trims, auto-trims; never touch disk */
-    YYC__QUEUE_DISK,   /* disk maintenance: trash, orphan sweeps, disk auto-trims; may wait for
-                        * the folder lock and SQLite's busy timeout */
+    YYC__QUEUE_MEMORY,     /* memory caches: releases, cost trims, auto-trims; never touch disk */
+    YYC__QUEUE_DISK,       /* disk maintenance: trash, orphan sweeps, disk auto-trims; may wait for
+                            * the folder lock and SQLite's busy timeout */
+    YYC__QUEUE_CHECKPOINT, /* WAL checkpoints of the manifests: short passive copies that wait
+                            * for nothing, so a commit may wait for them (kv_checkpoints.c) */
     YYC__QUEUE_COUNT
 } yyc__queue;
 

@@ -8,7 +8,8 @@
  *                  mapping and reporting, checkpoint, vacuum);
  *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
  *                  file names, space reserve);
- *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans).
+ *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans);
+ *   kv_checkpoints.c  the WAL checkpoints on the checkpoint queue, queued by the WAL hook.
  *
  * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
  * entry points used by disk_cache.c and the tests are in kv_private.h.
@@ -170,7 +171,12 @@ typedef struct yyc__kv_removal_watch {
  * and every change of a row together with its file happens under it. Below, [caller] marks a
  * field only the caller's serialisation guards, [folder lock] one that needs the flock as well,
  * [open] one set by the open and constant after it, [testing] a test knob (test builds only). */
+typedef struct yyc__kv_checkpointer yyc__kv_checkpointer;
+
 struct yyc_kv {
+    /* [caller] The background checkpoints of the open connection (kv_checkpoints.c), NULL when
+     * the manifest is closed. */
+    yyc__kv_checkpointer *checkpointer;
     /* [open] */
     char *path;    /* as given to open */
     char *db_path; /* path/manifest.sqlite */
@@ -376,5 +382,15 @@ void yyc__kv_drop_unsaved_file_locked(yyc_kv *kv, const char *key, const char *p
 
 /* Empties trash/ on the worker thread; with sweep_data also stale temporaries and orphans. */
 void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
+
+/* Background WAL checkpoints (kv_checkpoints.c). start: turns SQLite's auto-checkpoint off on db
+ * (the manifest connection being opened, before kv->db is set) and installs the WAL hook that
+ * queues them; YYC_OK or YYC_ENOMEM. wait: runs the kv's queued checkpoint job on this thread or
+ * waits for the running one (blocks; a caller's TRUNCATE checkpoint would fail at once with
+ * SQLITE_BUSY while ours copies). stop: before the manifest connection closes, runs a queued job on
+ * this thread or waits for a running one, then closes the job's connection. */
+int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db);
+void yyc__kv_checkpoints_wait(yyc_kv *kv);
+void yyc__kv_checkpoints_stop(yyc_kv *kv);
 
 #endif /* YYCACHE_KV_INTERNAL_H */

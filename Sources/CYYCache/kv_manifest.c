@@ -127,6 +127,7 @@ int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what) {
 void yyc__kv_db_close(yyc_kv *kv) {
     if (!kv->db) return;
     yyc__kv_read_hold_detach(kv);
+    yyc__kv_checkpoints_stop(kv);
     yyc__stmt_cache_clear(&kv->stmts);
     if (sqlite3_close(kv->db) != SQLITE_OK) {
         /* Only an ad-hoc statement left behind by a bug can cause this: finalize and retry. */
@@ -356,6 +357,10 @@ static int db_open_once(yyc_kv *kv) {
      * SECURE_DELETE, which also rewrites every freed page): a delete then needs only a few WAL
      * frames, which matters most on a full disk (see delete_rows). */
     sqlite3_exec(db, "pragma secure_delete = fast;", NULL, NULL, NULL);
+    if (yyc__kv_checkpoints_start(kv, db) != YYC_OK) {
+        sqlite3_close(db);
+        return yyc__kv_report(kv, true, YYC_ENOMEM, 0, 0, "start the checkpoints");
+    }
     kv->has_crc = ensure_crc_column(db, SQL_CRC_CHECK, SQL_CRC_ADD) &&
                   ensure_crc_column(db, SQL_EXT_CRC_CHECK, SQL_EXT_CRC_ADD) &&
                   yyc__kv_expiry_ensure_column(db);
@@ -532,6 +537,7 @@ static int rebuild_in_place(yyc_kv *kv) {
 static void checkpoint_truncate(yyc_kv *kv) {
     if (!kv->db) return;
     yyc__kv_end_read(kv);
+    yyc__kv_checkpoints_wait(kv); /* (ours would make it fail at once) */
     sqlite3_busy_timeout(kv->db, 0);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
@@ -545,6 +551,7 @@ int yyc__kv_compact(yyc_kv *kv) {
     yyc__kv_end_read(kv);
     int rc = sqlite3_exec(kv->db, "vacuum;", NULL, NULL, NULL);
     int status = rc == SQLITE_OK ? YYC_OK : yyc__kv_sqlite_fail(kv, rc, "vacuum");
+    yyc__kv_checkpoints_wait(kv);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return status;
 }

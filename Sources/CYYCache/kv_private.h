@@ -34,13 +34,24 @@ void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
 
-/* The WAL cap (PRAGMA journal_size_limit, bytes): after a checkpoint lets the WAL restart,
- * SQLite truncates it to this size instead of keeping its high-water mark. Between checkpoints
- * it still grows (by about SQLite's auto-checkpoint threshold, 1000 pages of 4 KB: 4 MB, plus
- * the largest single transaction). The cap is above that cycle: a cap below it truncated the
- * WAL at every restart, and the file's pages were freed and allocated again in every cycle (on
- * tmpfs small saves spent 40 % more time in the kernel with a 1 MB cap). */
+/* The WAL's size after a restart (PRAGMA journal_size_limit, bytes): in the first commit after a
+ * checkpoint lets the WAL restart, SQLite truncates it to this size instead of keeping its
+ * high-water mark (after a large transaction, say). It is above the WAL of a normal cycle (see
+ * below; at most YYC__KV_WAL_CAP_PAGES pages of 4 KB, 4 MB): a cap below the cycle truncated the
+ * WAL at every restart, and its pages were freed and allocated again every time (on tmpfs small
+ * saves spent 40 % more time in the kernel with a 1 MB cap and SQLite's 1,000-page cycle).
+ * Checkpoints run on the checkpoint queue (kv_checkpoints.c): */
 #define YYC__KV_WAL_LIMIT_BYTES 6291456 /* 6 MiB */
+/* a commit that leaves this many WAL pages or more queues a passive checkpoint (one at a time);
+ * the commit that finds the last one done and at most YYC__KV_CHECKPOINT_TAIL_PAGES pages beyond
+ * what it copied copies those itself, so the WAL restarts; */
+#define YYC__KV_CHECKPOINT_PAGES 256
+#define YYC__KV_CHECKPOINT_TAIL_PAGES 64
+/* and one that leaves YYC__KV_WAL_CAP_PAGES or more runs the queued one itself (or waits for
+ * the running one) and then copies the rest: a writer that never pauses keeps the WAL under this
+ * plus one transaction. Another process reading an old snapshot can hold the WAL longer, as in
+ * SQLite itself. */
+#define YYC__KV_WAL_CAP_PAGES 1000
 
 /* Access times noted by reads instead of written at once (kv_access_times.c): at most this
  * many keys wait; a read of another key while they do keeps that key's older time. */
@@ -244,6 +255,17 @@ void yyc__kv_close_connection(yyc_kv *kv);
  * hook (on, the default, when the linked SQLite has it) or looks it up first (off). Returns
  * whether the hook is in use now. */
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on);
+
+/* Testing: how many background checkpoint jobs ran on a worker thread, and how many checkpoints
+ * of the WAL hook ran elsewhere (the rest copied by a commit, or a queued job that a close ran on
+ * its own thread), counting those after which the WAL had copied frames; every storage, since the
+ * process started. */
+void yyc__kv_checkpoint_counts(int *on_worker, int *on_caller);
+/* Testing: the WAL pages at which a commit queues a checkpoint, and at which it waits for one
+ * (0 < trigger <= cap). The manifest must be open. */
+void yyc__kv_set_checkpoint_pages(yyc_kv *kv, int trigger, int cap);
+/* Testing: how many checkpoint jobs are inside SQLite calls now (a fork never sees one). */
+int yyc__kv_checkpoint_jobs_in_sqlite(void);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

@@ -1026,6 +1026,7 @@ static int clear_locked(yyc_kv *kv) {
     }
     if (rc != YYC_ENOSPC || !kv->db) return rc; /* (busy, corrupt, I/O: everything kept) */
     yyc__kv_move_data_to_trash(kv, true);
+    yyc__kv_checkpoints_wait(kv);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
     return exec_cached(kv, "delete from manifest;", "remove all rows");
 }

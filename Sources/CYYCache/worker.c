@@ -1,11 +1,14 @@
 /*
- * worker.c - the library's background threads: deferred jobs and repeating timers, on two
+ * worker.c - the library's background threads: deferred jobs and repeating timers, on three
  * queues that never wait for each other.
  *
  *   YYC__QUEUE_MEMORY  memory caches: value releases, deferred cost trims, auto-trims. Short
  *                      jobs that never touch disk (they run the caches' release callbacks).
  *   YYC__QUEUE_DISK    disk maintenance: trash emptying, orphan sweeps, disk auto-trims. They
  *                      may wait for the folder lock and SQLite's busy timeout.
+ *   YYC__QUEUE_CHECKPOINT  WAL checkpoints of the manifests, queued by commits
+ *                      (kv_checkpoints.c). Passive copies that wait for no lock, so a commit
+ *                      past the WAL cap can wait for one without waiting behind a long sweep.
  *
  * Each queue has its own thread, started lazily by its first job or timer; it lives until the
  * process exits. A queue runs its jobs in FIFO order and fires its due timers between jobs.
@@ -16,7 +19,7 @@
  * on the draining thread, and only a job of the owner already running on a queue's thread is
  * waited for. So freeing one cache never waits behind another cache's jobs.
  *
- * fork(): pthread_atfork handlers take both queue locks around the fork, so no lock is held in
+ * fork(): pthread_atfork handlers take every queue's lock around the fork, so no lock is held in
  * the child; the child starts with empty queues and no thread (a new one starts at the child's
  * first job or timer). The parent's queued jobs and live timers stay the parent's: the child
  * never runs them (they are kept in parent_jobs / parent_timers so they stay reachable).
@@ -75,6 +78,7 @@ struct queue {
 static queue queues[YYC__QUEUE_COUNT] = {
     [YYC__QUEUE_MEMORY] = {.lock = PTHREAD_MUTEX_INITIALIZER},
     [YYC__QUEUE_DISK] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [YYC__QUEUE_CHECKPOINT] = {.lock = PTHREAD_MUTEX_INITIALIZER},
 };
 
 /* The queue whose thread this is (NULL on every other thread). */

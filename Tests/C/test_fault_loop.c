@@ -499,6 +499,16 @@ static int op_kv_remove_all_then_empty_trash(void *kv, const char *dir) {
     return rc;
 }
 
+/* With the faults on the checkpoint queue's thread: a save that queues a background checkpoint
+ * (the trigger lowered to one page), then the wait for it (kv_checkpoints.c). */
+static int op_kv_save_then_background_checkpoint(void *kv, const char *dir) {
+    (void)dir;
+    yyc__kv_set_checkpoint_pages(kv, 1, 1000);
+    int rc = kv_save_blob(kv, "n0", 200, 50, NULL);
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    return rc;
+}
+
 static int dc_set_blob(void *dc, const char *key, size_t len, unsigned seed) {
     blob v = make_blob(len, seed);
     blob x = make_blob(24, seed + 1);
@@ -1046,6 +1056,8 @@ CASE(kv_get_item_survives_every_fault, OBJ_KV, true, op_kv_get_file, BA, NULL)
 CASE_ON_WORKER(kv_sweep_after_open_survives_every_fault, OBJ_NONE, op_kv_open_then_sweep, NULL)
 CASE_ON_WORKER(kv_trash_emptying_survives_every_fault, OBJ_KV, op_kv_remove_all_then_empty_trash,
                NULL)
+CASE_ON_WORKER(kv_background_checkpoint_survives_every_fault, OBJ_KV,
+               op_kv_save_then_background_checkpoint, NULL)
 CASE(kv_group_commit_survives_every_fault, OBJ_KV, true, op_kv_save_each, EW, NULL)
 CASE(kv_deferred_batch_survives_every_fault, OBJ_KV, true, op_kv_apply_batch, BA, NULL)
 CASE(dc_set_inline_survives_every_fault, OBJ_DC, true, op_dc_set_inline_new, BA, NULL)
@@ -1096,6 +1108,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(kv_get_item_survives_every_fault),
         cmocka_unit_test(kv_sweep_after_open_survives_every_fault),
         cmocka_unit_test(kv_trash_emptying_survives_every_fault),
+        cmocka_unit_test(kv_background_checkpoint_survives_every_fault),
         cmocka_unit_test(kv_group_commit_survives_every_fault),
         cmocka_unit_test(kv_deferred_batch_survives_every_fault),
         cmocka_unit_test(dc_set_inline_survives_every_fault),

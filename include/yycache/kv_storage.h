@@ -30,6 +30,14 @@
  * Thread safety: NOT thread-safe. One thread at a time per yyc_kv (yyc_diskcache adds the lock).
  * Blocking: every call may read or write the disk except yyc_kv_path, yyc_kv_type_of, the error
  * hook and log settings, yyc_kv_item(s)_free, yyc_kv_filename_is_valid and yyc_kv_md5_filename.
+ * WAL checkpoints: no save or removal runs SQLite's auto-checkpoint. A commit that leaves 256
+ * pages or more in the WAL queues a passive checkpoint on a background thread (through a
+ * connection of its own); the commit that finds it done with at most 64 pages written since
+ * copies those few itself, so that the WAL restarts; a commit that leaves 1,000 pages or more
+ * runs the queued one itself or waits for the running one (the WAL stays under that plus one
+ * transaction, unless another process reads an old snapshot, as with SQLite's own). Remove-all,
+ * the trims and vacuum end with a truncating checkpoint on the calling thread, after running or
+ * waiting for a queued one; a close runs a queued one.
  * Misuse: a NULL storage (or NULL output pointer) returns YYC_EINVAL (asserted in debug builds),
  * or NULL / false / no-op for functions without status.
  * Errors: a call returning an error status records details for yyc_last_error().

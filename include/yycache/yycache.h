@@ -6,10 +6,11 @@
  * thread safety and whether a call may block or touch the disk.
  * Compiles on its own as C99 and as C++.
  *
- * Background threads: the library starts (lazily) two threads of its own, one for memory caches
- * (asynchronous releases, deferred and automatic trims) and one for disk maintenance (trash
- * emptying, orphan sweeps, disk auto-trims), so that disk work never delays memory releases.
- * They block every signal. One more, the memory-pressure watcher (memory_pressure.h), runs
+ * Background threads: the library starts (lazily) three threads of its own, one for memory caches
+ * (asynchronous releases, deferred and automatic trims), one for disk maintenance (trash
+ * emptying, orphan sweeps, disk auto-trims) and one for the disk manifests' WAL checkpoints
+ * (kv_storage.h), so that disk work never delays memory releases and no checkpoint waits behind
+ * a sweep. They block every signal. One more, the memory-pressure watcher (memory_pressure.h), runs
  * only while a memory cache has opted in to system memory pressure.
  *
  * fork() without exec: the child may create and use NEW objects of every kind (memory caches,
@@ -21,7 +22,8 @@
  * trims, trash emptying) stays the parent's: the child never runs it. Caveat: SQLite's own
  * process-wide mutexes are not fork-aware, so a child that uses disk caches should be forked
  * while no other thread of the parent is inside a disk call (the library's disk-maintenance
- * thread included: fork before opening disk caches, or exec).
+ * thread included: fork before opening disk caches, or exec). The checkpoint thread never is: a
+ * fork waits until it has left SQLite (pthread_atfork).
  */
 #ifndef YYCACHE_YYCACHE_H
 #define YYCACHE_YYCACHE_H
