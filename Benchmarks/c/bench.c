@@ -69,12 +69,14 @@ static struct {
     const char *policy; /* footprint: lru | sieve | s3fifo */
     bool full;          /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
+    long scale_entries; /* disk-scale: entries in the manifest */
     int reps, warmup, threads;
     uint64_t seed;
     double zipf_s;
 } opt = {.keys = 200000,
          .disk_keys = 1000,
          .ops_per_thread = 200000,
+         .scale_entries = 100000,
          .reps = 5,
          .warmup = 1,
          .threads = 2,
@@ -926,6 +928,7 @@ static void bench_disk(const char *group, bool large) {
 
 #include "bench_writes.inc"  /* the disk-writes group */
 #include "bench_latency.inc" /* the disk-latency group */
+#include "bench_scale.inc"   /* the disk-scale group */
 
 /* ---- footprint: resident-set growth for opt.keys entries, in this (fresh) process ---- */
 
@@ -1000,7 +1003,8 @@ static void bench_footprint(void) {
 static void usage(void) {
     fprintf(
         stderr,
-        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|footprint]\n"
+        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|disk-scale|footprint]\n"
+        "       [--scale-entries N] (disk-scale: entries, default 100000)\n"
         "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
         "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
         "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
@@ -1019,6 +1023,7 @@ int main(int argc, char **argv) {
             opt.keys = 10000;
             opt.disk_keys = 50;
             opt.ops_per_thread = 20000;
+            opt.scale_entries = 2000;
             opt.reps = 2;
             opt.warmup = 0;
         }
@@ -1033,6 +1038,7 @@ int main(int argc, char **argv) {
         else if (OPT("--keytype")) opt.keytype = v;
         else if (OPT("--keys")) opt.keys = atol(v);
         else if (OPT("--disk-keys")) opt.disk_keys = atol(v);
+        else if (OPT("--scale-entries")) opt.scale_entries = atol(v);
         else if (OPT("--ops-per-thread")) opt.ops_per_thread = atol(v);
         else if (OPT("--reps")) opt.reps = atoi(v);
         else if (OPT("--warmup")) opt.warmup = atoi(v);
@@ -1045,7 +1051,8 @@ int main(int argc, char **argv) {
         else usage();
 #undef OPT
     }
-    if (opt.keys < 1 || opt.disk_keys < 1 || opt.reps < 1 || opt.reps > 60 || opt.warmup < 0)
+    if (opt.keys < 1 || opt.disk_keys < 1 || opt.scale_entries < 1 || opt.reps < 1 ||
+        opt.reps > 60 || opt.warmup < 0)
         usage();
     if (!opt.group) { /* every group but footprint */
         bench_memory("mem-int", false);
@@ -1062,6 +1069,7 @@ int main(int argc, char **argv) {
     else if (strcmp(opt.group, "footprint") == 0) bench_footprint();
     else if (strcmp(opt.group, "disk-writes") == 0) bench_disk_writes("disk-writes");
     else if (strcmp(opt.group, "disk-latency") == 0) bench_disk_latency("disk-latency");
+    else if (strcmp(opt.group, "disk-scale") == 0) bench_disk_scale("disk-scale");
     else usage();
     return 0;
 }
