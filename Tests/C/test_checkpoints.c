@@ -21,21 +21,7 @@
 
 #define MIB (1024 * 1024)
 
-#ifdef __SANITIZE_THREAD__
-/* ThreadSanitizer kills a child of a multi-threaded parent that starts threads unless
- * die_after_fork=0; as in test_fork.c, the test runs itself again, once, with the option. */
-__attribute__((constructor)) static void allow_threads_after_fork(int argc, char **argv) {
-    (void)argc;
-    const char *opts = getenv("TSAN_OPTIONS");
-    if (opts && strstr(opts, "die_after_fork=0")) return;
-    char *with = NULL;
-    if (asprintf(&with, "%s%sdie_after_fork=0", opts ? opts : "", opts && *opts ? ":" : "") < 0)
-        return;
-    setenv("TSAN_OPTIONS", with, 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: the children then report it */
-    free(with);
-}
-#endif
+#include "tsan_fork_children.h"
 
 static yyc_kv *open_kv(const char *dir) {
     yyc_kv *kv = NULL;

@@ -15,22 +15,7 @@
 
 #include "internal.h" /* yyc__worker_async: block and hammer the queues directly */
 
-#ifdef __SANITIZE_THREAD__
-/* ThreadSanitizer kills a child of a multi-threaded parent that starts threads unless
- * die_after_fork=0. Its __tsan_default_options hook is not seen from an executable (the symbol
- * is not exported), so the test runs itself again, once, with the option added. */
-__attribute__((constructor)) static void allow_threads_after_fork(int argc, char **argv) {
-    (void)argc;
-    const char *opts = getenv("TSAN_OPTIONS");
-    if (opts && strstr(opts, "die_after_fork=0")) return;
-    char *with = NULL;
-    if (asprintf(&with, "%s%sdie_after_fork=0", opts ? opts : "", opts && *opts ? ":" : "") < 0)
-        return;
-    setenv("TSAN_OPTIONS", with, 1);
-    execv("/proc/self/exe", argv); /* returns only on failure: the children then report it */
-    free(with);
-}
-#endif
+#include "tsan_fork_children.h"
 
 #define CHILD_SECONDS 60 /* alarm() in each child: a deadlock ends it with SIGALRM */
 
