@@ -21,19 +21,6 @@ static yyc_diskcache *open_dc(const char *dir) {
     return dc;
 }
 
-static void set_str(yyc_diskcache *dc, const char *key, const char *value) {
-    assert_int_equal(yyc_diskcache_set(dc, key, value, strlen(value), NULL, 0), YYC_OK);
-}
-
-static void check_str(yyc_diskcache *dc, const char *key, const char *value) {
-    void *v = NULL;
-    size_t len = 0;
-    assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
-    assert_int_equal(len, strlen(value));
-    assert_memory_equal(v, value, len);
-    yyc_free(v);
-}
-
 static int64_t atime_of(const char *dir, const char *key) {
     char sql[256];
     snprintf(sql, sizeof sql, "select last_access_time from manifest where key = '%s';", key);
@@ -44,7 +31,7 @@ static void a_get_does_not_write_the_manifest(void **state) {
     (void)state;
     char *dir = test_temp_dir("atime-nowrite");
     yyc_diskcache *dc = open_dc(dir);
-    set_str(dc, "small", "inline value");
+    tk_set_str(dc, "small", "inline value");
     char big[3000];
     memset(big, 'b', sizeof big);
     assert_int_equal(yyc_diskcache_set(dc, "large", big, sizeof big, NULL, 0), YYC_OK);
@@ -54,7 +41,7 @@ static void a_get_does_not_write_the_manifest(void **state) {
     sqlite3 *other = tk_raw_open(dir);
     int64_t before = tk_raw_int(other, "pragma data_version;");
     for (int i = 0; i < 10; i++) {
-        check_str(dc, "small", "inline value");
+        tk_check_str(dc, "small", "inline value");
         void *v = NULL;
         size_t len = 0;
         assert_int_equal(yyc_diskcache_get(dc, "large", &v, &len), YYC_OK);
@@ -110,20 +97,20 @@ static void an_lru_trim_after_gets_evicts_the_least_recently_read(void **state) 
     (void)state;
     char *dir = test_temp_dir("atime-lru");
     yyc_diskcache *dc = open_dc(dir);
-    set_str(dc, "a", "A");
-    set_str(dc, "b", "B");
-    set_str(dc, "c", "C");
+    tk_set_str(dc, "a", "A");
+    tk_set_str(dc, "b", "B");
+    tk_set_str(dc, "c", "C");
     tk_exec(dir, "update manifest set last_access_time = 100 where key = 'a';"
                  "update manifest set last_access_time = 200 where key = 'b';"
                  "update manifest set last_access_time = 300 where key = 'c';");
-    check_str(dc, "a", "A"); /* now the most recently read: only in memory so far */
+    tk_check_str(dc, "a", "A"); /* now the most recently read: only in memory so far */
     assert_int_equal(yyc_diskcache_trim_to_count(dc, 2), YYC_OK);
     assert_true(yyc_diskcache_contains(dc, "a"));
     assert_false(yyc_diskcache_contains(dc, "b"));
     assert_true(yyc_diskcache_contains(dc, "c"));
     /* The same for the age trim: a read long after its write keeps the entry young. */
     tk_exec(dir, "update manifest set last_access_time = 100;");
-    check_str(dc, "c", "C");
+    tk_check_str(dc, "c", "C");
     assert_int_equal(yyc_diskcache_trim_to_age(dc, 3600), YYC_OK);
     assert_false(yyc_diskcache_contains(dc, "a"));
     assert_true(yyc_diskcache_contains(dc, "c"));
@@ -136,12 +123,12 @@ static void access_times_are_written_at_close_and_never_move_back(void **state) 
     (void)state;
     char *dir = test_temp_dir("atime-close");
     yyc_diskcache *dc = open_dc(dir);
-    set_str(dc, "a", "A");
-    set_str(dc, "future", "F");
+    tk_set_str(dc, "a", "A");
+    tk_set_str(dc, "future", "F");
     tk_exec(dir, "update manifest set last_access_time = 100 where key = 'a';"
                  "update manifest set last_access_time = 99999999999 where key = 'future';");
-    check_str(dc, "a", "A");
-    check_str(dc, "future", "F");
+    tk_check_str(dc, "a", "A");
+    tk_check_str(dc, "future", "F");
     assert_int_equal(atime_of(dir, "a"), 100);
     yyc_diskcache_release(dc); /* the last reference: closes */
     assert_true(atime_of(dir, "a") >= (int64_t)time(NULL) - 1);
@@ -158,12 +145,12 @@ static void reads_write_their_access_times_from_the_background(void **state) {
     char key[32];
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set_str(dc, key, "v");
+        tk_set_str(dc, key, "v");
     }
     tk_exec(dir, "update manifest set last_access_time = 100;");
     for (int i = 0; i < N; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        check_str(dc, key, "v");
+        tk_check_str(dc, key, "v");
     }
     assert_int_equal(tk_int(dir, "select count(*) from manifest where last_access_time = 100;"), N);
     yyc__diskcache_testing_write_access_times(dc); /* what the timer does every second */

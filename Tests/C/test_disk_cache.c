@@ -19,19 +19,6 @@ static yyc_diskcache *open_dc(const char *dir, size_t threshold) {
     return dc;
 }
 
-static void set_str(yyc_diskcache *dc, const char *key, const char *value) {
-    assert_int_equal(yyc_diskcache_set(dc, key, value, strlen(value), NULL, 0), YYC_OK);
-}
-
-static void check_str(yyc_diskcache *dc, const char *key, const char *value) {
-    void *v = NULL;
-    size_t len = 0;
-    assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
-    assert_int_equal(len, strlen(value));
-    assert_memory_equal(v, value, len);
-    yyc_free(v);
-}
-
 static int64_t dc_count(yyc_diskcache *dc) {
     int64_t n = -1;
     assert_int_equal(yyc_diskcache_total_count(dc, &n), YYC_OK);
@@ -80,18 +67,18 @@ static void disk_cache_open_returns_one_shared_core_per_canonical_path(void **st
     assert_string_equal(yyc_diskcache_path(a), canon);
     free(canon);
     assert_ptr_equal(yyc_diskcache_retain(a), a);
-    set_str(a, "k", "v");
-    check_str(b, "k", "v");
+    tk_set_str(a, "k", "v");
+    tk_check_str(b, "k", "v");
     /* Limits and name belong to the core. */
     yyc_diskcache_set_count_limit(a, 7);
     assert_int_equal(yyc_diskcache_count_limit(b), 7);
     yyc_diskcache_release(a);
     yyc_diskcache_release(a);
-    check_str(b, "k", "v"); /* one reference left */
+    tk_check_str(b, "k", "v"); /* one reference left */
     yyc_diskcache_release(b);
     /* A new core afterwards reads the same data, with fresh settings. */
     yyc_diskcache *c = open_dc(p, 100);
-    check_str(c, "k", "v");
+    tk_check_str(c, "k", "v");
     assert_int_equal(yyc_diskcache_count_limit(c), INT64_MAX);
     yyc_diskcache_release(c);
     yyc_diskcache_release(NULL);
@@ -196,9 +183,9 @@ static void disk_cache_values_above_the_threshold_go_to_md5_named_files(void **s
     yyc_free(v);
     assert_int_equal(dc_cost(dc), 2 * T + 1);
     /* The value moving to inline deletes its file, and back. */
-    set_str(dc, "above", "small now");
+    tk_set_str(dc, "above", "small now");
     assert_int_equal(tk_count_entries(dir, "data"), 0);
-    check_str(dc, "above", "small now");
+    tk_check_str(dc, "above", "small now");
     assert_int_equal(yyc_diskcache_set(dc, "above", buf, T + 1, NULL, 0), YYC_OK);
     assert_int_equal(tk_count_entries(dir, "data"), 1);
     yyc_diskcache_release(dc);
@@ -214,11 +201,11 @@ static void disk_cache_threshold_zero_stores_files_and_size_max_stores_inline(vo
     snprintf(files, sizeof files, "%s/files", dir);
     snprintf(inl, sizeof inl, "%s/inline", dir);
     yyc_diskcache *f = open_dc(files, 0);
-    set_str(f, "tiny", "x");
+    tk_set_str(f, "tiny", "x");
     assert_int_equal(yyc_diskcache_set(f, "empty", NULL, 0, NULL, 0), YYC_OK);
     assert_int_equal(tk_count_entries(files, "data"), 2);
-    check_str(f, "tiny", "x");
-    check_str(f, "empty", "");
+    tk_check_str(f, "tiny", "x");
+    tk_check_str(f, "empty", "");
     yyc_diskcache *s = open_dc(inl, SIZE_MAX);
     char big[100000];
     tk_fill(big, sizeof big, 5);
@@ -250,7 +237,7 @@ static void disk_cache_empty_keys_and_empty_values(void **state) {
     assert_false(yyc_diskcache_contains(dc, ""));
     assert_int_equal(yyc_diskcache_remove(dc, ""), YYC_OK);
     /* Deviation: an empty value is stored and reads back empty (not a miss). */
-    set_str(dc, "k", "old");
+    tk_set_str(dc, "k", "old");
     assert_int_equal(yyc_diskcache_set(dc, "k", NULL, 0, NULL, 0), YYC_OK);
     assert_true(yyc_diskcache_contains(dc, "k"));
     assert_int_equal(yyc_diskcache_get(dc, "k", &v, &len), YYC_OK);
@@ -268,7 +255,7 @@ static void disk_cache_extended_data_is_stored_and_read_without_touching_access_
     yyc_diskcache *dc = open_dc(dir, 4);
     assert_int_equal(yyc_diskcache_set(dc, "small", "ab", 2, "meta", 4), YYC_OK);
     assert_int_equal(yyc_diskcache_set(dc, "large", "abcdefgh", 8, "meta2", 5), YYC_OK);
-    set_str(dc, "plain", "p");
+    tk_set_str(dc, "plain", "p");
     tk_exec(dir, "update manifest set last_access_time = 100");
     void *ext;
     size_t len;
@@ -285,7 +272,7 @@ static void disk_cache_extended_data_is_stored_and_read_without_touching_access_
     assert_int_equal(yyc_diskcache_get_extended_data(dc, "missing", &ext, &len), YYC_NOTFOUND);
     assert_true(yyc_diskcache_contains(dc, "small"));
     assert_int_equal(tk_int(dir, "select count(*) from manifest where last_access_time = 100"), 3);
-    check_str(dc, "small", "ab"); /* get refreshes it (written later: at the latest at close) */
+    tk_check_str(dc, "small", "ab"); /* get refreshes it (written later: at the latest at close) */
     yyc_diskcache_release(dc);
     assert_int_equal(tk_int(dir, "select count(*) from manifest where last_access_time = 100"), 2);
     test_rm_rf(dir);
@@ -332,17 +319,17 @@ static void disk_cache_file_names_come_from_the_function_and_are_validated(void 
     yyc_diskcache *dc = open_dc(dir, 2);
     name_ctx ctx = {.dc = dc, .mode = "prefix"};
     yyc_diskcache_set_filename_fn(dc, name_fn, &ctx);
-    set_str(dc, "a", "value");
+    tk_set_str(dc, "a", "value");
     assert_true(tk_exists(dir, "data/custom-a"));
     assert_int_equal(ctx.reentered, 1);
-    set_str(dc, "i", "v"); /* inline: the function is not asked */
+    tk_set_str(dc, "i", "v"); /* inline: the function is not asked */
     assert_int_equal(ctx.calls, 1);
     char rel[64];
     ctx.mode = "decline";
-    set_str(dc, "b", "value");
+    tk_set_str(dc, "b", "value");
     assert_true(tk_exists(dir, tk_md5_rel(rel, "b")));
     ctx.mode = "empty";
-    set_str(dc, "c", "value");
+    tk_set_str(dc, "c", "value");
     assert_true(tk_exists(dir, tk_md5_rel(rel, "c")));
     int files = tk_count_entries(dir, "data");
     char long_name[301];
@@ -374,7 +361,7 @@ static void disk_cache_file_names_come_from_the_function_and_are_validated(void 
     assert_int_equal(ctx.calls, calls);
     assert_int_equal(yyc_diskcache_set_with_filename(dc, "e", "value", 5, NULL, 0, NULL), YYC_OK);
     assert_true(tk_exists(dir, tk_md5_rel(rel, "e"))); /* NULL: md5, not the function */
-    check_str(dc, "d", "value");
+    tk_check_str(dc, "d", "value");
     yyc_diskcache_release(dc);
     test_rm_rf(dir);
     free(dir);
@@ -408,7 +395,7 @@ static void disk_cache_remove_all_and_remove_all_with_progress(void **state) {
     char key[16];
     for (int i = 0; i < 70; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set_str(dc, key, (i % 2) ? "a larger value" : "small");
+        tk_set_str(dc, key, (i % 2) ? "a larger value" : "small");
     }
     progress_log p = {.dc = dc, .ok = true};
     assert_int_equal(yyc_diskcache_remove_all_progress(dc, on_progress, &p), YYC_OK);
@@ -419,14 +406,14 @@ static void disk_cache_remove_all_and_remove_all_with_progress(void **state) {
     assert_int_equal(tk_count_entries(dir, "data"), 0);
     for (int i = 0; i < 20; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set_str(dc, key, "a larger value");
+        tk_set_str(dc, key, "a larger value");
     }
     assert_int_equal(yyc_diskcache_remove_all(dc), YYC_OK);
     assert_int_equal(dc_count(dc), 0);
     assert_int_equal(tk_count_entries(dir, "data"), 0);
     assert_true(WAIT_UNTIL(tk_count_entries(dir, "trash") == 0, 10));
-    set_str(dc, "after", "works again");
-    check_str(dc, "after", "works again");
+    tk_set_str(dc, "after", "works again");
+    tk_check_str(dc, "after", "works again");
     assert_int_equal(yyc_diskcache_remove(dc, "after"), YYC_OK);
     assert_false(yyc_diskcache_contains(dc, "after"));
     yyc_diskcache_release(dc);
@@ -441,7 +428,7 @@ static void disk_cache_trims_follow_yydiskcache_sentinels_and_lru_order(void **s
     char key[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set_str(dc, key, "0123456789");
+        tk_set_str(dc, key, "0123456789");
     }
     /* k0..k9 accessed at increasing times, all in the past. */
     int64_t now = (int64_t)time(NULL);
@@ -472,13 +459,13 @@ static void disk_cache_trims_follow_yydiskcache_sentinels_and_lru_order(void **s
     assert_int_equal(dc_count(dc), 4);
     assert_int_equal(yyc_diskcache_trim_to_free_space(dc, INT64_MAX / 2), YYC_OK);
     assert_int_equal(dc_count(dc), 0);
-    set_str(dc, "x", "y");
+    tk_set_str(dc, "x", "y");
     assert_int_equal(yyc_diskcache_trim_to_count(dc, 0), YYC_OK);
     assert_int_equal(dc_count(dc), 0);
-    set_str(dc, "x", "y");
+    tk_set_str(dc, "x", "y");
     assert_int_equal(yyc_diskcache_trim_to_age(dc, 0), YYC_OK);
     assert_int_equal(dc_count(dc), 0);
-    set_str(dc, "x", "y");
+    tk_set_str(dc, "x", "y");
     assert_int_equal(yyc_diskcache_trim_to_cost(dc, 0), YYC_OK);
     assert_int_equal(dc_count(dc), 0);
     yyc_diskcache_release(dc);
@@ -516,7 +503,7 @@ static void disk_cache_auto_trim_enforces_limits_on_its_interval(void **state) {
     char key[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set_str(dc, key, "0123456789");
+        tk_set_str(dc, key, "0123456789");
     }
     /* Limits alone do nothing until a trim runs (YYDiskCache never trims in set). */
     yyc_diskcache_set_count_limit(dc, 6);
@@ -550,7 +537,7 @@ static void disk_cache_close_makes_every_call_return_closed(void **state) {
     yyc_diskcache *a = open_dc(dir, 20480);
     yyc_diskcache *b = open_dc(dir, 20480);
     assert_ptr_equal(a, b);
-    set_str(a, "k", "v");
+    tk_set_str(a, "k", "v");
     yyc_diskcache_close(a);
     yyc_diskcache_close(a); /* idempotent */
     void *v;
@@ -579,10 +566,10 @@ static void disk_cache_close_makes_every_call_return_closed(void **state) {
     assert_int_equal(yyc_diskcache_count_limit(b), 3);
     yyc_diskcache *c = open_dc(dir, 20480);
     assert_ptr_not_equal(c, a);
-    check_str(c, "k", "v");
+    tk_check_str(c, "k", "v");
     yyc_diskcache_release(a);
     yyc_diskcache_release(b);
-    check_str(c, "k", "v");
+    tk_check_str(c, "k", "v");
     yyc_diskcache_release(c);
     test_rm_rf(dir);
     free(dir);
@@ -615,8 +602,8 @@ static void disk_cache_garbage_manifest_is_rebuilt_and_reported_through_the_hook
     (void)state;
     char *dir = test_temp_dir("dc-garbage");
     yyc_diskcache *dc = open_dc(dir, 4);
-    set_str(dc, "a", "inline");
-    set_str(dc, "b", "in a file");
+    tk_set_str(dc, "a", "inline");
+    tk_set_str(dc, "b", "in a file");
     yyc_diskcache_release(dc);
     char p[4096], junk[4096];
     tk_fill(junk, sizeof junk, 11);
@@ -631,8 +618,8 @@ static void disk_cache_garbage_manifest_is_rebuilt_and_reported_through_the_hook
     assert_int_equal(log.corrupt, 1);
     assert_int_equal(dc_count(dc), 0);
     assert_false(yyc_diskcache_contains(dc, "b"));
-    set_str(dc, "c", "works afterwards");
-    check_str(dc, "c", "works afterwards");
+    tk_set_str(dc, "c", "works afterwards");
+    tk_check_str(dc, "c", "works afterwards");
     assert_int_equal(log.corrupt, 1);
     yyc_diskcache_release(dc);
     test_rm_rf(dir);
@@ -643,7 +630,7 @@ static void disk_cache_a_data_file_deleted_behind_its_back_is_a_miss(void **stat
     (void)state;
     char *dir = test_temp_dir("dc-missing");
     yyc_diskcache *dc = open_dc(dir, 4);
-    set_str(dc, "k", "in a file");
+    tk_set_str(dc, "k", "in a file");
     char p[4096], rel[64];
     assert_int_equal(unlink(tk_join(p, sizeof p, dir, tk_md5_rel(rel, "k"))), 0);
     assert_true(yyc_diskcache_contains(dc, "k")); /* the row alone says yes */
@@ -661,8 +648,8 @@ static void disk_cache_a_locked_manifest_gives_busy_and_keeps_the_data(void **st
     (void)state;
     char *dir = test_temp_dir("dc-busy");
     yyc_diskcache *dc = open_dc(dir, 4);
-    set_str(dc, "a", "A");
-    set_str(dc, "b", "in a file");
+    tk_set_str(dc, "a", "A");
+    tk_set_str(dc, "b", "in a file");
     sqlite3 *other = tk_raw_open(dir);
     tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
     /* Refused after the busy timeout (5 s), not at once and not forever; tests never assert on
@@ -670,9 +657,9 @@ static void disk_cache_a_locked_manifest_gives_busy_and_keeps_the_data(void **st
     assert_int_equal(yyc_diskcache_set(dc, "c", "C", 1, NULL, 0), YYC_EBUSY);
     tk_raw_exec(other, "rollback");
     sqlite3_close(other);
-    check_str(dc, "a", "A");
-    check_str(dc, "b", "in a file");
-    set_str(dc, "c", "C");
+    tk_check_str(dc, "a", "A");
+    tk_check_str(dc, "b", "in a file");
+    tk_set_str(dc, "c", "C");
     assert_int_equal(dc_count(dc), 3);
     yyc_diskcache_release(dc);
     test_rm_rf(dir);

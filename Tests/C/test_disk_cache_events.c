@@ -65,10 +65,6 @@ static yyc_diskcache *open_dc(const char *dir) {
     return dc;
 }
 
-static void set_str(yyc_diskcache *dc, const char *key, const char *value) {
-    assert_int_equal(yyc_diskcache_set(dc, key, value, strlen(value), NULL, 0), YYC_OK);
-}
-
 static yyc_cache_statistics stats_of(yyc_diskcache *dc) {
     yyc_cache_statistics s;
     assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
@@ -86,12 +82,12 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
     log.reenter = dc;
     yyc_diskcache_set_removal_listener(dc, record_removal, &log);
 
-    set_str(dc, "r", "first");
-    set_str(dc, "r", "a value above the inline threshold"); /* replaced */
-    set_str(dc, "r", "third");                              /* replaced again */
+    tk_set_str(dc, "r", "first");
+    tk_set_str(dc, "r", "a value above the inline threshold"); /* replaced */
+    tk_set_str(dc, "r", "third");                              /* replaced again */
     assert_int_equal(events_of(&log, "r", YYC_REMOVED_REPLACED), 2);
 
-    set_str(dc, "x", "v");
+    tk_set_str(dc, "x", "v");
     assert_int_equal(yyc_diskcache_remove(dc, "x"), YYC_OK);
     assert_int_equal(yyc_diskcache_remove(dc, "x"), YYC_OK); /* absent: nothing */
     assert_int_equal(events_of(&log, "x", YYC_REMOVED_EXPLICIT), 1);
@@ -104,8 +100,8 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
     assert_int_equal(yyc_diskcache_trim_to_count(dc, INT64_MAX), YYC_OK);
     assert_int_equal(events_of(&log, "t2", YYC_REMOVED_EXPIRED), 1);
 
-    set_str(dc, "e1", "v");
-    set_str(dc, "e2", "v");
+    tk_set_str(dc, "e1", "v");
+    tk_set_str(dc, "e2", "v");
     /* Oldest access first: r (written first); ties by rowid. */
     assert_int_equal(yyc_diskcache_trim_to_count(dc, 2), YYC_OK);
     assert_int_equal(events_of(&log, "r", YYC_REMOVED_EVICTED), 1);
@@ -118,7 +114,7 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
     for (int i = 0; i < 40; i++) {
         char key[16];
         snprintf(key, sizeof key, "all%d", i);
-        set_str(dc, key, i % 2 ? "a value above the inline threshold" : "v");
+        tk_set_str(dc, key, i % 2 ? "a value above the inline threshold" : "v");
     }
     assert_int_equal(yyc_diskcache_remove_all(dc), YYC_OK);
     for (int i = 0; i < 40; i++) {
@@ -126,7 +122,7 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
         snprintf(key, sizeof key, "all%d", i);
         assert_int_equal(events_of(&log, key, YYC_REMOVED_EXPLICIT), 1);
     }
-    for (int i = 0; i < 40; i++) set_str(dc, "p", "v"), set_str(dc, "q", "v");
+    for (int i = 0; i < 40; i++) tk_set_str(dc, "p", "v"), tk_set_str(dc, "q", "v");
     assert_int_equal(yyc_diskcache_remove_all_progress(dc, NULL, NULL), YYC_OK);
     assert_int_equal(events_of(&log, "q", YYC_REMOVED_EXPLICIT), 1);
 
@@ -143,7 +139,7 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
                      atomic_load(&log.total) - (long)s.removals[YYC_REMOVED_REPLACED]);
     assert_int_equal(s.removals[YYC_REMOVED_MEMORY_PRESSURE], 0);
     yyc_diskcache_set_removal_listener(dc, NULL, NULL);
-    set_str(dc, "z", "v");
+    tk_set_str(dc, "z", "v");
     assert_int_equal(yyc_diskcache_remove(dc, "z"), YYC_OK);
     assert_int_equal(atomic_load(&log.total), total); /* no listener: no event ... */
     assert_int_equal(stats_of(dc).removals[YYC_REMOVED_EXPLICIT], s.removals[0] + 1); /* counted */
@@ -157,8 +153,8 @@ static void disk_statistics_count_hits_misses_and_insertions_per_core(void **sta
     char *dir = test_temp_dir("devents");
     yyc_diskcache *dc = open_dc(dir);
     yyc_diskcache *other = open_dc(dir); /* the same core */
-    set_str(dc, "a", "v");
-    set_str(other, "a", "w");
+    tk_set_str(dc, "a", "v");
+    tk_set_str(other, "a", "w");
     void *v = NULL;
     size_t len = 0;
     assert_int_equal(yyc_diskcache_get(dc, "a", &v, &len), YYC_OK);

@@ -152,28 +152,15 @@ static yyc_diskcache *open_ok(const char *path) {
     return dc;
 }
 
-static void set_str(yyc_diskcache *dc, const char *key, const char *value) {
-    assert_int_equal(yyc_diskcache_set(dc, key, value, strlen(value), NULL, 0), YYC_OK);
-}
-
-static void check_str(yyc_diskcache *dc, const char *key, const char *value) {
-    void *v = NULL;
-    size_t len = 0;
-    assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
-    assert_int_equal(len, strlen(value));
-    assert_memory_equal(v, value, len);
-    yyc_free(v);
-}
-
 /* A full round trip on another path: open, write, read, close, release. */
 static void use_other_path(const char *path) {
     yyc_diskcache *dc = open_ok(path);
-    set_str(dc, "other", "path");
-    check_str(dc, "other", "path");
+    tk_set_str(dc, "other", "path");
+    tk_check_str(dc, "other", "path");
     yyc_diskcache_close(dc);
     yyc_diskcache_release(dc);
     dc = open_ok(path); /* and a last-reference teardown */
-    check_str(dc, "other", "path");
+    tk_check_str(dc, "other", "path");
     yyc_diskcache_release(dc);
 }
 
@@ -205,8 +192,8 @@ static void registry_other_paths_open_and_close_while_an_open_is_stuck(void **st
     assert_int_equal(second.rc, YYC_OK);
     assert_ptr_equal(first.dc, second.dc);
     assert_int_equal(g.creations, 1);
-    set_str(first.dc, "k", "v");
-    check_str(second.dc, "k", "v");
+    tk_set_str(first.dc, "k", "v");
+    tk_check_str(second.dc, "k", "v");
     yyc_diskcache_release(first.dc);
     yyc_diskcache_release(second.dc);
     assert_int_equal(yyc__diskcache_registry_size(), 0);
@@ -314,8 +301,8 @@ static void registry_a_failed_open_fails_its_waiters_and_leaves_nothing_register
     sqlite3_close(raw);
     yyc_diskcache *dc = open_ok(a);
     assert_int_equal(g.creations, 2);
-    set_str(dc, "k", "v");
-    check_str(dc, "k", "v");
+    tk_set_str(dc, "k", "v");
+    tk_check_str(dc, "k", "v");
     yyc_diskcache_release(dc);
     assert_int_equal(yyc__diskcache_registry_size(), 0);
 
@@ -338,7 +325,7 @@ static void registry_an_open_waits_for_a_close_of_the_same_path_only(void **stat
 
     /* An explicit close stuck before closing A's storage. */
     yyc_diskcache *old = open_ok(a);
-    set_str(old, "k", "v");
+    tk_set_str(old, "k", "v");
     call closer = {0}, opener = {0};
     start(&closer, DO_CLOSE, NULL, old);
     gate_wait_reached(&g);
@@ -352,7 +339,7 @@ static void registry_an_open_waits_for_a_close_of_the_same_path_only(void **stat
     join(&opener);
     assert_int_equal(opener.rc, YYC_OK);
     assert_ptr_not_equal(opener.dc, old); /* old is still referenced: its address is unique */
-    check_str(opener.dc, "k", "v");
+    tk_check_str(opener.dc, "k", "v");
     int64_t n = 0;
     assert_int_equal(yyc_diskcache_total_count(old, &n), YYC_ECLOSED);
     yyc_diskcache_release(old);
@@ -360,7 +347,7 @@ static void registry_an_open_waits_for_a_close_of_the_same_path_only(void **stat
     /* The last release of a core, stuck the same way. */
     gate_rearm(&g, true);
     yyc_diskcache *cur = opener.dc;
-    set_str(cur, "k2", "v2");
+    tk_set_str(cur, "k2", "v2");
     call releaser = {0};
     start(&releaser, DO_RELEASE, NULL, cur);
     gate_wait_reached(&g);
@@ -373,8 +360,8 @@ static void registry_an_open_waits_for_a_close_of_the_same_path_only(void **stat
     join(&releaser);
     join(&opener);
     assert_int_equal(opener.rc, YYC_OK);
-    check_str(opener.dc, "k", "v");
-    check_str(opener.dc, "k2", "v2");
+    tk_check_str(opener.dc, "k", "v");
+    tk_check_str(opener.dc, "k2", "v2");
     yyc_diskcache_release(opener.dc);
     assert_int_equal(yyc__diskcache_registry_size(), 0);
 

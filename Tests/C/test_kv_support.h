@@ -1,6 +1,7 @@
 /*
  * test_kv_support.h - helpers shared by the KV storage and disk cache tests: a second, raw
- * SQLite connection on a cache's manifest, and small file-system probes.
+ * SQLite connection on a cache's manifest, small file-system probes, and string values in a
+ * disk cache.
  */
 #ifndef YYCACHE_TEST_KV_SUPPORT_H
 #define YYCACHE_TEST_KV_SUPPORT_H
@@ -112,6 +113,21 @@ static inline const char *tk_md5_rel(char out[64], const char *key) {
 static inline void tk_fill(void *buf, size_t len, unsigned seed) {
     unsigned char *p = buf;
     for (size_t i = 0; i < len; i++) p[i] = (unsigned char)(seed * 31u + i * 7u + (i >> 8));
+}
+
+/* Stores the string value (without its NUL) for key; asserts success. */
+static inline void tk_set_str(yyc_diskcache *dc, const char *key, const char *value) {
+    assert_int_equal(yyc_diskcache_set(dc, key, value, strlen(value), NULL, 0), YYC_OK);
+}
+
+/* Asserts that key reads back exactly the string value. */
+static inline void tk_check_str(yyc_diskcache *dc, const char *key, const char *value) {
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
+    assert_int_equal(len, strlen(value));
+    assert_memory_equal(v, value, len);
+    yyc_free(v);
 }
 
 #endif /* YYCACHE_TEST_KV_SUPPORT_H */
