@@ -164,6 +164,8 @@ yyc__lru_node *yyc__expiry_pop_due(yyc__expiry *e, double now) {
         size_t i = find_slot(e, top.node);
         if (i != SIZE_MAX && e->index[i].deadline == top.deadline) {
             index_erase(e, i);
+            /* live fell by one and the heap by one: the bound can break here too */
+            if (e->heap_len > 2 * e->live + STALE_SLACK) rebuild_heap(e);
             return top.node;
         }
         /* stale: the node was forgotten or got a new deadline */

@@ -294,6 +294,32 @@ static void resetting_a_key_keeps_the_deadline_heap_bounded(void **state) {
     yyc_memcache_free(c);
 }
 
+/* Stale deadlines at the heap's bound, then expired entries taken one by one by a trim: every
+ * take shrinks the live count by one and the heap by one, so the bound must be restored after
+ * a take too, not only after a set or a removal. */
+static void expiring_entries_one_by_one_keeps_the_deadline_heap_bounded(void **state) {
+    (void)state;
+    yyc_memcache *c = NULL;
+    assert_int_equal(yyc_memcache_new(NULL, &c), YYC_OK);
+    yyc_memcache_set_auto_trim_interval(c, 0);
+    char key[16];
+    for (int i = 0; i < 10; i++) {
+        int n = snprintf(key, sizeof key, "k%d", i);
+        assert_int_equal(yyc_memcache_set_with_ttl(c, key, (size_t)n, NULL, 0, 1.0 + i), YYC_OK);
+    }
+    /* 74 stale deadlines: the heap holds 84 = 2 * 10 + 64 entries, the most it may */
+    for (int i = 0; i < 74; i++)
+        assert_int_equal(yyc_memcache_set_with_ttl(c, "k9", 2, NULL, 0, 100.0), YYC_OK);
+    assert_true(yyc__memcache_check(c));
+    for (int i = 0; i < 9; i++) {
+        yyc__memcache_testing_advance_clock(1.0);
+        yyc_memcache_trim_to_count(c, 1000); /* takes the one entry that just expired */
+        assert_int_equal(yyc_memcache_total_count(c), 9 - i);
+        assert_true(yyc__memcache_check(c));
+    }
+    yyc_memcache_free(c);
+}
+
 /* Entries with a deadline that leave by eviction, removal or remove_all leave no deadline
  * behind (checked), and a new entry at a reused address does not inherit one. */
 static void evicted_and_removed_entries_leave_no_deadline(void **state) {
@@ -455,6 +481,7 @@ static const struct CMUnitTest every_policy[] = {
     cmocka_unit_test(every_trim_removes_expired_entries_even_within_its_limit),
     cmocka_unit_test(auto_trim_removes_expired_entries),
     cmocka_unit_test(resetting_a_key_keeps_the_deadline_heap_bounded),
+    cmocka_unit_test(expiring_entries_one_by_one_keeps_the_deadline_heap_bounded),
     cmocka_unit_test(evicted_and_removed_entries_leave_no_deadline),
     cmocka_unit_test(random_operations_match_a_model_of_deadlines),
     cmocka_unit_test(concurrent_expiry_releases_each_value_once),
