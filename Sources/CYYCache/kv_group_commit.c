@@ -169,6 +169,7 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
                 usable = false;
                 break;
             }
+            yyc__kv_rows_mark(kv); /* (the totals and the watch follow the savepoint) */
             set_status(w, write_in_batch(kv, w));
             if (w->status != YYC_OK) w->replaced = false; /* (rolled back to its savepoint) */
             if (!txn_open(kv)) {
@@ -176,9 +177,11 @@ size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
             } else if (w->status == YYC_OK) {
                 usable = exec_checked(kv, SQL_RELEASE, "release savepoint") == YYC_OK;
             } else {
-                usable = exec_checked(kv, SQL_ROLLBACK_TO, "roll back a write") == YYC_OK &&
-                         exec_checked(kv, SQL_RELEASE, "release savepoint") == YYC_OK;
+                usable = exec_checked(kv, SQL_ROLLBACK_TO, "roll back a write") == YYC_OK;
+                if (usable) yyc__kv_rows_rewind(kv);
+                usable = usable && exec_checked(kv, SQL_RELEASE, "release savepoint") == YYC_OK;
             }
+            yyc__kv_rows_unmark(kv);
         }
         if (batch_end(kv, &b, usable) == YYC_OK) {
             for (size_t i = 0; i < n; i++) failed += writes[i]->status != YYC_OK;

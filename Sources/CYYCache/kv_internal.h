@@ -9,7 +9,8 @@
  *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
  *                  file names, space reserve);
  *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans);
- *   kv_checkpoints.c  the WAL checkpoints on the checkpoint queue, queued by the WAL hook.
+ *   kv_checkpoints.c  the WAL checkpoints on the checkpoint queue, queued by the WAL hook;
+ *   kv_totals.c    the count and total cost in O(1), carried by the connection's row hooks.
  *
  * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
  * entry points used by disk_cache.c and the tests are in kv_private.h.
@@ -36,6 +37,7 @@
 #include <sys/types.h>
 #pragma weak sqlite3_preupdate_hook
 #pragma weak sqlite3_preupdate_old
+#pragma weak sqlite3_preupdate_new
 
 /* --- layout and SQL (a file-format contract: spec 2.1, 2.2, 2.5) --- */
 
@@ -139,8 +141,7 @@
 /* The total cost: yyc_cost_total (cost_total_step) sums the sizes that are positive integers (a
  * hostile row's NULL, text, real or negative size costs nothing) and saturates at INT64_MAX
  * instead of failing on overflow as sum() does. */
-#define SQL_SUM "select yyc_cost_total(size) from manifest;"
-#define SQL_COUNT "select count(*) from manifest;"
+/* (kv_totals.c sums both in one scan.) */
 
 /* --- the object --- */
 
@@ -156,6 +157,29 @@ typedef struct yyc__kv_removal_watch {
     bool commit_seen; /* a commit started and no rollback followed it (yet) */
     bool lost;        /* a key could not be copied (out of memory) */
 } yyc__kv_removal_watch;
+
+/* The manifest's count and total cost as this connection carries them (kv_totals.c): summed
+ * once, then moved by this connection's own row changes (the row hooks), and trusted only while
+ * SQLite's data version of the file shows no other connection's commit since.
+ * Invariants: while known, count >= 0 and 0 <= cost < INT64_MAX; commits and done_* are the
+ * committed transactions not yet folded in, txn_* the transaction in progress; the mark_* are
+ * txn_* at the open savepoint (mark_set). */
+typedef struct yyc__kv_totals {
+    bool on;          /* the connection has the row hooks and the size column: carried */
+    bool known;       /* count and cost were right at data version `version` */
+    uint32_t version; /* SQLITE_FCNTL_DATA_VERSION then */
+    int64_t count, cost;
+    uint32_t commits; /* commits of ours since (each moves the data version by one) */
+    int64_t done_count, done_cost;
+    bool done_lost; /* a committed change could not be counted */
+    int64_t txn_count, txn_cost;
+    bool txn_lost;    /* a change of the transaction in progress could not be counted */
+    bool commit_seen; /* the commit hook ran and no rollback followed (yet) */
+    bool mark_set;
+    int64_t mark_count, mark_cost;
+    bool mark_lost;
+    uint64_t scans; /* times the totals were summed (tests and benchmarks read it) */
+} yyc__kv_totals;
 
 /* Invariants: db != NULL iff the manifest connection is open, and then stmts belongs to db;
  * root_fd is the storage folder for the object's whole life; data_fd is data/ (-1 only while it
@@ -232,12 +256,16 @@ struct yyc_kv {
     bool no_old_row_hook; /* [testing] always look up */
 #endif
     int col_key, col_filename; /* column numbers in manifest */
+    int col_size;              /* (-1: none found; the totals are then summed at every read) */
     const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
     bool old_row_failed;       /* the hook could not read the replaced row */
     char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
     bool replaced_row;         /* the hook saw the key's previous row deleted (a replacement) */
     /* [caller] The keys of the rows deleted while a removal watch is on (kv_removals.c). */
     yyc__kv_removal_watch watch;
+    size_t watch_mark; /* [caller] watch.n at the open savepoint (yyc__kv_rows_mark) */
+    /* [caller] The count and total cost (kv_totals.c). */
+    yyc__kv_totals totals;
     /* [caller] */
     int lock_depth;     /* folder_lock nesting; > 0: this process holds the folder flock */
     bool quiet_corrupt; /* a first, unlocked read: a damaged value is only suspected */
@@ -284,6 +312,51 @@ typedef struct yyc__kv_batch {
     size_t n_placed;
     size_t cap;
 } yyc__kv_batch;
+
+/* --- the row hooks (kv_manifest.c installs them for the connection's life) --- */
+
+/* What each concern does with a row change this connection makes (SQLite's preupdate hook,
+ * inside sqlite3_step; they call nothing but sqlite3_preupdate_* and sqlite3_value_*), a
+ * commit (the commit hook: the commit may still fail) and a rollback (the rollback hook, also
+ * after a commit that failed). */
+void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op);
+void yyc__kv_totals_committing(yyc_kv *kv);
+void yyc__kv_totals_rolled_back(yyc_kv *kv);
+void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db);   /* kv_storage.c, while hook_key */
+void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db); /* kv_removals.c, while watch.on */
+void yyc__kv_watch_committing(yyc_kv *kv);
+void yyc__kv_watch_rolled_back(yyc_kv *kv);
+/* Savepoints of the group commit: mark after a SAVEPOINT, rewind after its ROLLBACK TO (the
+ * changes since the mark were undone; no hook tells), unmark after its RELEASE. */
+void yyc__kv_rows_mark(yyc_kv *kv);
+void yyc__kv_rows_rewind(yyc_kv *kv);
+void yyc__kv_rows_unmark(yyc_kv *kv);
+/* Turns the preupdate hook off around a statement that empties the manifest (the fast
+ * remove-all: SQLite's truncate optimization is off while a preupdate hook is set), unless a
+ * removal watch needs it; on again after it. The totals are forgotten (summed at the next read,
+ * of an empty table). */
+void yyc__kv_row_hook_pause(yyc_kv *kv);
+void yyc__kv_row_hook_resume(yyc_kv *kv);
+
+/* --- kv_totals.c: the count and total cost in O(1) --- */
+
+/* Forgets the carried totals (a new connection: its data version starts anew). on: whether
+ * this connection carries them. */
+void yyc__kv_totals_reset(yyc_kv *kv, bool on);
+/* The count and total cost (saturated at INT64_MAX) as the open transaction sees them, its own
+ * uncommitted changes included. Precondition: a transaction of kv->db is open (a read or a
+ * write one; asserted). O(1) unless another connection committed since the last read (then
+ * one scan). Returns YYC_OK or a reported error. */
+int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost);
+/* A reported SQLite failure: a change of the transaction in progress may have been undone by
+ * the failing statement alone (no hook tells), so the transaction's changes count as unknown. */
+void yyc__kv_totals_statement_failed(yyc_kv *kv);
+/* The totals' and the watch's parts of yyc__kv_rows_mark / _rewind / _unmark. */
+void yyc__kv_totals_mark(yyc_kv *kv);
+void yyc__kv_totals_rewind(yyc_kv *kv);
+void yyc__kv_totals_unmark(yyc_kv *kv);
+void yyc__kv_watch_mark(yyc_kv *kv);
+void yyc__kv_watch_rewind(yyc_kv *kv);
 
 /* --- kv_read_hold.c: one read transaction across consecutive reads --- */
 

@@ -119,6 +119,7 @@ int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what) {
     int sys = kv->db ? sqlite3_system_errno(kv->db) : 0;
     int code = status_from_sqlite(kv, rc, sys);
     if (code == YYC_ECORRUPT && kv->db) kv->rebuild_pending = true;
+    yyc__kv_totals_statement_failed(kv);
     return yyc__kv_report(kv, true, code, ext, sys, "%s: %s", what, sqlite3_errstr(rc));
 }
 
@@ -126,6 +127,7 @@ int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what) {
 
 void yyc__kv_db_close(yyc_kv *kv) {
     if (!kv->db) return;
+    yyc__kv_totals_reset(kv, false);
     yyc__kv_read_hold_detach(kv);
     yyc__kv_checkpoints_stop(kv);
     yyc__stmt_cache_clear(&kv->stmts);
@@ -156,13 +158,73 @@ static bool ensure_crc_column(sqlite3 *db, const char *check_sql, const char *ad
 /* Whether the linked SQLite has the preupdate hook (weak references: NULL when absent). */
 static bool old_row_hook_available(void) {
     return sqlite3_preupdate_hook != NULL && sqlite3_preupdate_old != NULL &&
-           sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
+           sqlite3_preupdate_new != NULL && sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
 }
 
-/* The column numbers of key and filename in manifest (any order: the schema check only names
- * them). Returns false if either is missing. */
-static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
-    *key_col = *name_col = -1;
+/* --- the row hooks: SQLite's preupdate, commit and rollback hooks, installed for the whole
+ * life of the connection; each concern gets its part (kv_internal.h "the row hooks"): the
+ * totals every change, a save its key's old row (hook_key), the removal watch its deletions
+ * (watch.on). --- */
+
+static void on_row_change(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
+                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
+    yyc_kv *kv = ctx;
+    (void)old_rowid;
+    (void)new_rowid;
+    if (strcmp(db_name, "main") != 0 || strcmp(table, "manifest") != 0) return;
+    yyc__kv_totals_row_changed(kv, db, op);
+    if (op != SQLITE_DELETE) return;
+    if (kv->hook_key) yyc__kv_old_row_deleted(kv, db); /* (a save: not a removal) */
+    else if (kv->watch.on && kv->use_old_row_hook) yyc__kv_watch_row_deleted(kv, db);
+}
+
+static int on_commit(void *ctx) {
+    yyc_kv *kv = ctx;
+    yyc__kv_totals_committing(kv);
+    if (kv->watch.on) yyc__kv_watch_committing(kv);
+    return 0; /* the commit goes ahead */
+}
+
+static void on_rollback(void *ctx) {
+    yyc_kv *kv = ctx;
+    yyc__kv_totals_rolled_back(kv);
+    if (kv->watch.on) yyc__kv_watch_rolled_back(kv);
+}
+
+/* Installs the row hooks on db (the connection being opened) when the linked SQLite has them. */
+static void install_row_hooks(yyc_kv *kv, sqlite3 *db) {
+    if (!old_row_hook_available()) return;
+    sqlite3_preupdate_hook(db, on_row_change, kv);
+    sqlite3_commit_hook(db, on_commit, kv);
+    sqlite3_rollback_hook(db, on_rollback, kv);
+}
+
+void yyc__kv_row_hook_pause(yyc_kv *kv) {
+    if (kv->db && old_row_hook_available() && !(kv->watch.on && kv->use_old_row_hook))
+        sqlite3_preupdate_hook(kv->db, NULL, NULL);
+}
+
+void yyc__kv_row_hook_resume(yyc_kv *kv) {
+    if (kv->db && old_row_hook_available()) sqlite3_preupdate_hook(kv->db, on_row_change, kv);
+    yyc__kv_totals_reset(kv, kv->totals.on);
+}
+
+void yyc__kv_rows_mark(yyc_kv *kv) {
+    yyc__kv_totals_mark(kv);
+    if (kv->watch.on) yyc__kv_watch_mark(kv);
+}
+
+void yyc__kv_rows_rewind(yyc_kv *kv) {
+    yyc__kv_totals_rewind(kv);
+    if (kv->watch.on) yyc__kv_watch_rewind(kv);
+}
+
+void yyc__kv_rows_unmark(yyc_kv *kv) { yyc__kv_totals_unmark(kv); }
+
+/* The column numbers of key, filename and size in manifest (any order: the schema check only
+ * names them; size -1 when missing). Returns false if key or filename is missing. */
+static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col, int *size_col) {
+    *key_col = *name_col = *size_col = -1;
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db, "select * from manifest limit 0;", -1, &s, NULL) != SQLITE_OK) {
         sqlite3_finalize(s);
@@ -173,12 +235,13 @@ static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col) {
         if (!name) continue;
         if (!sqlite3_stricmp(name, "key")) *key_col = i;
         if (!sqlite3_stricmp(name, "filename")) *name_col = i;
+        if (!sqlite3_stricmp(name, "size")) *size_col = i;
     }
     sqlite3_finalize(s);
     return *key_col >= 0 && *name_col >= 0;
 }
 
-/* The aggregate yyc_cost_total(size): see SQL_SUM. */
+/* The aggregate yyc_cost_total(size): see kv_internal.h and kv_totals.c. */
 static void cost_total_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     (void)argc;
     int64_t *sum = sqlite3_aggregate_context(ctx, sizeof *sum);
@@ -369,10 +432,11 @@ static int db_open_once(yyc_kv *kv) {
 #else
     bool lookup_forced = false;
 #endif
-    kv->use_old_row_hook = !lookup_forced && old_row_hook_available() &&
-                           find_manifest_columns(db, &kv->col_key, &kv->col_filename);
+    bool columns = find_manifest_columns(db, &kv->col_key, &kv->col_filename, &kv->col_size);
+    kv->use_old_row_hook = !lookup_forced && old_row_hook_available() && columns;
     kv->db = db;
-    yyc__kv_watch_attach(kv);
+    install_row_hooks(kv, db);
+    yyc__kv_totals_reset(kv, old_row_hook_available() && columns && kv->col_size >= 0);
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
     yyc__kv_read_hold_attach(kv);
@@ -600,8 +664,9 @@ void yyc__kv_close_connection(yyc_kv *kv) { yyc__kv_db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     kv->no_old_row_hook = !on;
-    kv->use_old_row_hook = on && kv->db && old_row_hook_available() &&
-                           find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename);
+    kv->use_old_row_hook =
+        on && kv->db && old_row_hook_available() &&
+        find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename, &kv->col_size);
     return kv->use_old_row_hook;
 }
 #endif /* YYC_TESTING */

@@ -157,9 +157,6 @@ void yyc__kv_watch_removals(yyc_kv *kv);
  * NULL when none) and the count is returned. *lost: a key could not be recorded (out of
  * memory), so the count may be short. */
 size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost);
-/* Re-installs the watch's hooks on a connection opened while it is on (the manifest's
- * reopen). */
-void yyc__kv_watch_attach(yyc_kv *kv);
 /* Whether the removal watch works here (the linked SQLite has the preupdate hook). */
 bool yyc__kv_can_watch_removals(const yyc_kv *kv);
 /* Whether the last yyc_kv_save replaced a row of its key (false without the preupdate hook). */
@@ -266,6 +263,8 @@ void yyc__kv_checkpoint_counts(int *on_worker, int *on_caller);
 void yyc__kv_set_checkpoint_pages(yyc_kv *kv, int trigger, int cap);
 /* Testing: how many checkpoint jobs are inside SQLite calls now (a fork never sees one). */
 int yyc__kv_checkpoint_jobs_in_sqlite(void);
+/* Testing: how many times the storage summed its manifest for its totals (kv_totals.c). */
+uint64_t yyc__kv_totals_scans(const yyc_kv *kv);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

@@ -2,14 +2,15 @@
  * kv_removals.c - which keys a call removed: the removal watch behind the disk cache's removal
  * events (disk_cache.c).
  *
- * While the watch is on, SQLite's preupdate hook copies the key of every manifest row this
- * connection deletes, whatever statement deletes it (a removal, a trim, an expired row, the
- * remove-all: SQLite does not use its truncate shortcut while a preupdate hook is set), and the
- * commit and rollback hooks keep only the keys of transactions that committed: a deletion
- * rolled back (a full disk retried, a failed commit) reports nothing, its retry reports once.
- * A commit is known to have succeeded when the next transaction starts or the watch ends
- * without a rollback in between. Saves are not watched (a save's own preupdate hook,
- * old_row_hook, tells whether it replaced a row: kv->replaced_row).
+ * While the watch is on, the row hooks (kv_manifest.c: SQLite's preupdate hook) copy the key of
+ * every manifest row this connection deletes, whatever statement deletes it (a removal, a trim, an
+ * expired row, the remove-all: SQLite does not use its truncate shortcut while a preupdate hook is
+ * set), and the commit and rollback hooks keep only the keys of transactions that committed: a
+ * deletion rolled back (a full disk retried, a failed commit, a group commit's write rolled back to
+ * its savepoint) reports nothing, its retry reports once. A commit is known to have succeeded when
+ * the next transaction starts or the watch ends without a rollback in between. Saves are not
+ * watched (a save's own preupdate hook, old_row_hook, tells whether it replaced a row:
+ * kv->replaced_row).
  *
  * Needs the preupdate hook (kv->use_old_row_hook tells whether the linked SQLite has it);
  * without it the watch sees nothing. Thread safety: none, as for yyc_kv.
@@ -32,14 +33,8 @@ static void drop_from(yyc__kv_removal_watch *w, size_t from) {
     w->n = from;
 }
 
-static void watch_preupdate(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
-                            sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
-    yyc_kv *kv = ctx;
+void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db) {
     yyc__kv_removal_watch *w = &kv->watch;
-    (void)old_rowid;
-    (void)new_rowid;
-    if (op != SQLITE_DELETE || strcmp(db_name, "main") != 0 || strcmp(table, "manifest") != 0)
-        return;
     settle(w); /* a new transaction: the one before it committed */
     sqlite3_value *k = NULL;
     const char *key = NULL;
@@ -64,24 +59,26 @@ static void watch_preupdate(void *ctx, sqlite3 *db, int op, const char *db_name,
     w->keys[w->n++] = copy;
 }
 
-static int watch_commit(void *ctx) {
-    yyc__kv_removal_watch *w = &((yyc_kv *)ctx)->watch;
+void yyc__kv_watch_committing(yyc_kv *kv) {
+    yyc__kv_removal_watch *w = &kv->watch;
     w->at_commit = w->n;
     w->commit_seen = true;
-    return 0; /* the commit goes ahead */
 }
 
-static void watch_rollback(void *ctx) {
-    yyc__kv_removal_watch *w = &((yyc_kv *)ctx)->watch;
+void yyc__kv_watch_rolled_back(yyc_kv *kv) {
+    yyc__kv_removal_watch *w = &kv->watch;
     w->commit_seen = false; /* (a commit that failed is rolled back) */
     drop_from(w, w->committed);
 }
 
-void yyc__kv_watch_attach(yyc_kv *kv) {
-    if (!kv->watch.on || !kv->db || !kv->use_old_row_hook) return;
-    sqlite3_preupdate_hook(kv->db, watch_preupdate, kv);
-    sqlite3_commit_hook(kv->db, watch_commit, kv);
-    sqlite3_rollback_hook(kv->db, watch_rollback, kv);
+void yyc__kv_watch_mark(yyc_kv *kv) {
+    settle(&kv->watch);
+    kv->watch_mark = kv->watch.n;
+}
+
+void yyc__kv_watch_rewind(yyc_kv *kv) {
+    yyc__kv_removal_watch *w = &kv->watch;
+    if (kv->watch_mark >= w->committed && kv->watch_mark <= w->n) drop_from(w, kv->watch_mark);
 }
 
 void yyc__kv_watch_removals(yyc_kv *kv) {
@@ -90,17 +87,12 @@ void yyc__kv_watch_removals(yyc_kv *kv) {
     w->on = true;
     w->committed = w->at_commit = 0;
     w->commit_seen = w->lost = false;
-    yyc__kv_watch_attach(kv);
+    kv->watch_mark = 0;
 }
 
 size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost) {
     yyc__kv_removal_watch *w = &kv->watch;
     assert(w->on);
-    if (kv->db && kv->use_old_row_hook) {
-        sqlite3_preupdate_hook(kv->db, NULL, NULL);
-        sqlite3_commit_hook(kv->db, NULL, NULL);
-        sqlite3_rollback_hook(kv->db, NULL, NULL);
-    }
     /* Outside any transaction now: a commit seen and not rolled back has succeeded. */
     if (kv->db && !sqlite3_get_autocommit(kv->db)) w->commit_seen = false;
     settle(w);

@@ -383,18 +383,12 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
-/* SQLite's preupdate hook while an upsert of one key steps: INSERT OR REPLACE deletes the key's
- * previous row (if any) before inserting the new one, and this records that row's file name, so
- * the save knows which file it leaves behind without a lookup. Runs inside sqlite3_step; calls
- * nothing but sqlite3_preupdate_old and sqlite3_value_*. */
-static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
-                         sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
-    yyc_kv *kv = ctx;
-    (void)old_rowid;
-    (void)new_rowid;
-    if (op != SQLITE_DELETE || !kv->hook_key || strcmp(db_name, "main") != 0 ||
-        strcmp(table, "manifest") != 0)
-        return;
+/* The row hooks' part for a save (kv_manifest.c, while hook_key is set: an upsert of one key
+ * steps): INSERT OR REPLACE deletes the key's previous row (if any) before inserting the new
+ * one, and this records that row's file name, so the save knows which file it leaves behind
+ * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
+ * sqlite3_value_*. */
+void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db) {
     sqlite3_value *k = NULL, *f = NULL;
     if (sqlite3_preupdate_old(db, kv->col_key, &k) != SQLITE_OK ||
         sqlite3_preupdate_old(db, kv->col_filename, &f) != SQLITE_OK) {
@@ -413,18 +407,15 @@ static void old_row_hook(void *ctx, sqlite3 *db, int op, const char *db_name, co
         memcpy(kv->old_filename, name, strlen(name) + 1);
 }
 
-/* step_done of a statement that replaces or deletes key's row, with old_row_hook installed
- * while it steps: kv->old_filename gets the file name of the row it deleted ("" when none) and
+/* step_done of a statement that replaces or deletes key's row, with hook_key set while it
+ * steps: kv->old_filename gets the file name of the row it deleted ("" when none) and
  * kv->old_row_failed tells whether that row could not be read. */
 static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what) {
     kv->hook_key = key;
     kv->old_row_failed = false;
     kv->replaced_row = false;
     kv->old_filename[0] = '\0';
-    sqlite3_preupdate_hook(kv->db, old_row_hook, kv);
     int rc = yyc__kv_step_done(kv, s, what);
-    sqlite3_preupdate_hook(kv->db, NULL, NULL);
-    yyc__kv_watch_attach(kv); /* a removal watch on (a deferred batch's removals) goes on */
     kv->hook_key = NULL;
     return rc;
 }
@@ -673,7 +664,6 @@ typedef struct doomed_row {
     file_ref file;
 } doomed_row;
 
-static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out);
 static int prepare_in(yyc_kv *kv, const char *head, const char *tail, const char *const *keys,
                       size_t n, int first, sqlite3_stmt **out, bool *adhoc);
 static void release_in(sqlite3_stmt *s, bool adhoc);
@@ -698,8 +688,11 @@ static int delete_step_locked(yyc_kv *kv, deletion *d, size_t limit, bool files_
     bool saturated = false;
     if (d->fit != FIT_NONE) {
         /* (a saturated total may be smaller than the true one: summed again) */
-        if (!d->have_total || d->total == INT64_MAX)
-            rc = scalar_checked(kv, d->fit == FIT_SIZE ? SQL_SUM : SQL_COUNT, &total);
+        if (!d->have_total || d->total == INT64_MAX) {
+            int64_t count = 0, cost = 0;
+            rc = yyc__kv_totals_read(kv, &count, &cost); /* (O(1): kv_totals.c) */
+            total = d->fit == FIT_SIZE ? cost : count;
+        }
         saturated = total == INT64_MAX;
         if (rc != YYC_OK || total <= d->max) {
             if (rc != YYC_OK) rollback(kv);
@@ -1017,9 +1010,16 @@ static int exec_cached(yyc_kv *kv, const char *sql, const char *what) {
  * tried again; meanwhile (or after a crash, or if that fails too) the rows name missing files
  * and read as misses. Other errors (busy, corrupt, I/O, permission) are returned with
  * everything kept. */
+static int clear_rows(yyc_kv *kv) {
+    yyc__kv_row_hook_pause(kv);
+    int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
+    yyc__kv_row_hook_resume(kv);
+    return rc;
+}
+
 static int clear_locked(yyc_kv *kv) {
     assert(kv->lock_depth > 0);
-    int rc = exec_cached(kv, "delete from manifest;", "remove all rows");
+    int rc = clear_rows(kv);
     if (rc == YYC_OK) {
         yyc__kv_move_data_to_trash(kv, false);
         return YYC_OK;
@@ -1028,7 +1028,7 @@ static int clear_locked(yyc_kv *kv) {
     yyc__kv_move_data_to_trash(kv, true);
     yyc__kv_checkpoints_wait(kv);
     sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
-    return exec_cached(kv, "delete from manifest;", "remove all rows");
+    return clear_rows(kv);
 }
 
 int yyc_kv_remove_all(yyc_kv *kv) {
@@ -1427,31 +1427,30 @@ int yyc_kv_exists(yyc_kv *kv, const char *key) {
     return yyc__kv_sqlite_fail(kv, src, "exists");
 }
 
-/* The one value of an aggregate (count or SQL_SUM's total; never negative); caller has passed
- * db_check. */
-static int scalar_checked(yyc_kv *kv, const char *sql, int64_t *out) {
-    *out = 0;
-    sqlite3_stmt *s;
-    int rc = yyc__kv_prepare_checked(kv, sql, &s);
-    if (rc != YYC_OK) return rc;
-    int src = sqlite3_step(s);
-    if (src == SQLITE_ROW) {
-        *out = sqlite3_column_int64(s, 0);
-        if (*out < 0) *out = 0;
-    }
-    yyc__stmt_done(s);
-    return src == SQLITE_ROW ? YYC_OK : yyc__kv_sqlite_fail(kv, src, "aggregate");
-}
-
-static int scalar(yyc_kv *kv, const char *sql, int64_t *out) {
+/* The count or the total cost (kv_totals.c), inside a read transaction of its own unless one
+ * is open. */
+static int totals(yyc_kv *kv, bool want_cost, int64_t *out) {
     if (YYC__MISUSE(kv == NULL || out == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out = 0;
     int rc = yyc__kv_db_check(kv);
     if (rc != YYC_OK) return rc;
-    return scalar_checked(kv, sql, out);
+    bool own = sqlite3_get_autocommit(kv->db);
+    if (own) {
+        int src = sqlite3_exec(kv->db, "begin;", NULL, NULL, NULL);
+        if (src != SQLITE_OK) return yyc__kv_sqlite_fail(kv, src, "begin a read");
+    }
+    int64_t count = 0, cost = 0;
+    rc = yyc__kv_totals_read(kv, &count, &cost);
+    if (own) {
+        if (kv->db && !sqlite3_get_autocommit(kv->db) &&
+            sqlite3_exec(kv->db, "commit;", NULL, NULL, NULL) != SQLITE_OK)
+            rollback(kv);
+    }
+    if (rc == YYC_OK) *out = want_cost ? cost : count;
+    return rc;
 }
 
-int yyc_kv_count(yyc_kv *kv, int64_t *out) { return scalar(kv, SQL_COUNT, out); }
+int yyc_kv_count(yyc_kv *kv, int64_t *out) { return totals(kv, false, out); }
 
-int yyc_kv_size(yyc_kv *kv, int64_t *out) { return scalar(kv, SQL_SUM, out); }
+int yyc_kv_size(yyc_kv *kv, int64_t *out) { return totals(kv, true, out); }
