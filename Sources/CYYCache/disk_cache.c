@@ -92,6 +92,11 @@ typedef struct write_req {
 
 struct yyc_diskcache {
     pthread_mutex_t lock;
+    /* Calls waiting for `lock` (lock_as_caller: every public call and a set's commit), and how
+     * many times such a call took it (atomics, read without the lock): a long trim hands the lock
+     * over to a waiting call between two batches (hand_over_locked). */
+    atomic_int callers_waiting;
+    atomic_uint lock_turns;
     yyc_kv *kv; /* NULL once closed */
     bool closed;
     char *path; /* canonical; immutable */
@@ -132,6 +137,10 @@ struct yyc_diskcache {
     double max_delay;
     yyc__deferred queue;
     yyc__timer *flush_timer;
+#ifdef YYC_TESTING
+    void (*trim_batch_hook)(void *ctx); /* run between two batches of a trim, no lock held */
+    void *trim_batch_ctx;
+#endif
 
     pthread_mutex_t timer_lock;
     yyc__timer *timer; /* NULL once closed */
@@ -337,9 +346,17 @@ static void unlock_and_deliver(yyc_diskcache *dc) {
     deliver(&b);
 }
 
+/* Takes the lock for a call, counted as waiting meanwhile (hand_over_locked). */
+static void lock_as_caller(yyc_diskcache *dc) {
+    atomic_fetch_add_explicit(&dc->callers_waiting, 1, memory_order_relaxed);
+    lock(&dc->lock);
+    atomic_fetch_sub_explicit(&dc->callers_waiting, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&dc->lock_turns, 1, memory_order_relaxed);
+}
+
 /* Takes the lock; if the core is closed, records YYC_ECLOSED, unlocks and returns it. */
 static int lock_open(yyc_diskcache *dc) {
-    lock(&dc->lock);
+    lock_as_caller(dc);
     if (dc->closed) {
         fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
         unlock_and_deliver(dc);
@@ -814,7 +831,7 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
         req->next = head;
     } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req, memory_order_release,
                                                     memory_order_relaxed));
-    lock(&dc->lock);
+    lock_as_caller(dc);
     if (!req->done) commit_incoming_locked(dc);
     assert(req->done);
     unlock_and_deliver(dc);
@@ -1224,18 +1241,73 @@ int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out) {
 
 /* --- trims (spec 4.3); the caller holds the lock and the core is open --- */
 
+/* Caller holds the lock: between two pieces of a long job (a trim's batches) it releases the
+ * lock and lets the calls waiting for it in (a mutex is not fair: the releasing thread would
+ * take it straight back): when calls were waiting, it waits until one of them has had the lock
+ * (at most 2 ms); then takes it again. Events queued so far are delivered on the way. Returns
+ * with the lock held; the caller checks dc->closed. */
+static void hand_over_locked(yyc_diskcache *dc) {
+    yyc__assert_held(&dc->lock);
+    bool waited_for = atomic_load_explicit(&dc->callers_waiting, memory_order_relaxed) > 0;
+    unsigned turns = atomic_load_explicit(&dc->lock_turns, memory_order_relaxed);
+    unlock_and_deliver(dc);
+#ifdef YYC_TESTING
+    lock(&dc->lock);
+    void (*hook)(void *) = dc->trim_batch_hook;
+    void *hook_ctx = dc->trim_batch_ctx;
+    unlock(&dc->lock);
+    if (hook) hook(hook_ctx);
+#endif
+    double deadline = yyc__monotonic_now() + 0.002;
+    while (waited_for && atomic_load_explicit(&dc->lock_turns, memory_order_relaxed) == turns &&
+           yyc__monotonic_now() < deadline) {
+        struct timespec ts = {0, 20000}; /* 20 us */
+        nanosleep(&ts, NULL);
+    }
+    lock(&dc->lock);
+}
+
+/* Runs a trim in short batches (yyc__kv_trim_batch: one transaction each, by index order) and
+ * releases the core's lock between them (hand_over_locked), so that no caller waits behind more
+ * than one batch however large the trim (issue 14, item 3). The caller's removal watch is
+ * ended before each release (its removals queued with the trim's cause, delivered on the way)
+ * and started again after it. Returns with the lock held; YYC_ECLOSED when the core was closed
+ * meanwhile (the batches done stay done). Ends with a checkpoint when rows went, as the
+ * whole-trim removals did. */
+static int trim_in_batches_locked(yyc_diskcache *dc, yyc__kv_trim kind, int64_t value) {
+    yyc__assert_held(&dc->lock);
+    yyc_removal_cause cause =
+        kind == YYC__KV_TRIM_EARLIER ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED;
+    int64_t removed = 0;
+    for (;;) {
+        bool more = false;
+        int64_t n = 0;
+        write_access_times_locked(dc); /* (the reads made since the last batch count too) */
+        int rc = yyc__kv_trim_batch(dc->kv, kind, value, &more, &n);
+        removed += n;
+        if (rc != YYC_OK || !more) {
+            if (removed > 0) yyc__kv_checkpoint(dc->kv);
+            return rc;
+        }
+        unwatch_locked(dc, cause);
+        hand_over_locked(dc);
+        if (dc->closed) return fail_locked(dc, YYC_ECLOSED, 0, "disk cache closed during a trim");
+        watch_locked(dc);
+    }
+}
+
 static int trim_cost_locked(yyc_diskcache *dc, int64_t cost) {
     yyc__assert_held(&dc->lock);
     if (cost == INT64_MAX) return YYC_OK;
-    write_access_times_locked(dc);
-    return yyc_kv_remove_to_fit_size(dc->kv, cost < 0 ? 0 : cost); /* 0: everything */
+    if (cost <= 0) return yyc_kv_remove_all(dc->kv); /* 0: everything */
+    return trim_in_batches_locked(dc, YYC__KV_TRIM_TO_SIZE, cost);
 }
 
 static int trim_count_locked(yyc_diskcache *dc, int64_t count) {
     yyc__assert_held(&dc->lock);
     if (count == INT64_MAX) return YYC_OK;
-    write_access_times_locked(dc);
-    return yyc_kv_remove_to_fit_count(dc->kv, count < 0 ? 0 : count);
+    if (count <= 0) return yyc_kv_remove_all(dc->kv);
+    return trim_in_batches_locked(dc, YYC__KV_TRIM_TO_COUNT, count);
 }
 
 static int trim_age_locked(yyc_diskcache *dc, double age) {
@@ -1246,8 +1318,7 @@ static int trim_age_locked(yyc_diskcache *dc, double age) {
     if (!(age < (double)now)) return YYC_OK; /* covers DBL_MAX and +inf */
     int64_t cutoff = now - (int64_t)age;
     if (cutoff <= 0) return YYC_OK;
-    write_access_times_locked(dc);
-    return yyc_kv_remove_earlier_than(dc->kv, cutoff);
+    return trim_in_batches_locked(dc, YYC__KV_TRIM_EARLIER, cutoff);
 }
 
 static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
@@ -1265,8 +1336,7 @@ static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
     if (free_bytes >= target) return YYC_OK;
     int64_t need = target - free_bytes;
     int64_t keep = total > need ? total - need : 0;
-    write_access_times_locked(dc);
-    return yyc_kv_remove_to_fit_size(dc->kv, keep);
+    return trim_cost_locked(dc, keep); /* (the goal fixed now, as YYDiskCache did) */
 }
 
 int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
@@ -1919,6 +1989,15 @@ long yyc__diskcache_registry_waiters(const char *canonical_path) {
 }
 
 /* How many cores the registry lists (OPENING, READY or CLOSING). */
+/* Sets a function run between two batches of every trim of dc, with no lock held (NULL: none). */
+void yyc__diskcache_set_trim_batch_hook(yyc_diskcache *dc, void (*fn)(void *ctx), void *ctx);
+void yyc__diskcache_set_trim_batch_hook(yyc_diskcache *dc, void (*fn)(void *ctx), void *ctx) {
+    lock(&dc->lock);
+    dc->trim_batch_hook = fn;
+    dc->trim_batch_ctx = ctx;
+    unlock(&dc->lock);
+}
+
 int yyc__diskcache_registry_size(void) {
     lock(&registry.lock);
     int n = 0;

@@ -30,6 +30,23 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
 /* Sets the busy timeout (milliseconds; applied now and at every reopen). */
 void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
 
+/* The trims a disk cache runs in batches (yyc__kv_trim_batch). */
+typedef enum yyc__kv_trim {
+    YYC__KV_TRIM_TO_SIZE,  /* least recently used first, until the total size is at most value */
+    YYC__KV_TRIM_TO_COUNT, /* the same until the count is at most value */
+    YYC__KV_TRIM_EARLIER   /* entries last accessed before value (seconds since the epoch) */
+} yyc__kv_trim;
+
+/* One batch of a trim: at most YYC__KV_LRU_BATCH (fits) or 256 (age) rows and their files
+ * deleted in one transaction under the folder lock (the full-disk retries of the removals
+ * included), the fits deciding on the totals the connection carries (O(1), kv_totals.c).
+ * Without them (an SQLite without the preupdate hook) the whole trim runs in this call.
+ * value: 1..INT64_MAX - 1 for the fits (0 and INT64_MAX are the caller's: remove-all, nothing), > 0
+ * for the age. *more: candidates may remain, call again; *removed: rows deleted. Returns YYC_OK or
+ * an error (the batch's rows kept). Blocks like every removal (folder lock, busy timeout). No
+ * checkpoint: the caller ends with one. */
+int yyc__kv_trim_batch(yyc_kv *kv, yyc__kv_trim kind, int64_t value, bool *more, int64_t *removed);
+
 /* Removes up to `limit` least recently used items (files too). *removed gets the number of
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);

@@ -973,6 +973,29 @@ int yyc_kv_remove_to_fit_count(yyc_kv *kv, int64_t max_count) {
     return remove_to_fit(kv, max_count, false);
 }
 
+int yyc__kv_trim_batch(yyc_kv *kv, yyc__kv_trim kind, int64_t value, bool *more, int64_t *removed) {
+    *more = false;
+    *removed = 0;
+    where_arg w = {SQL_ROWS_EARLIER, value};
+    /* One step: its transaction reads the totals in O(1). Without them (an SQLite without the
+     * preupdate hook) every step would scan for its total: the whole trim runs as one call. */
+    deletion d = {.one_step = kv->totals.on};
+    if (kind == YYC__KV_TRIM_EARLIER) {
+        d.select = select_where;
+        d.arg = &w;
+        d.limit = WHERE_BATCH;
+    } else {
+        d.select = select_lru;
+        d.limit = YYC__KV_LRU_BATCH;
+        d.fit = kind == YYC__KV_TRIM_TO_SIZE ? FIT_SIZE : FIT_COUNT;
+        d.max = value;
+    }
+    int rc = delete_rows(kv, &d);
+    *more = rc == YYC_OK && d.more && d.one_step;
+    *removed = d.removed;
+    return rc;
+}
+
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed) {
     *removed = 0;
     if (limit <= 0) return YYC_OK;

@@ -191,7 +191,13 @@ YYC_API int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out);
 YYC_API int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out);
 
 /* Explicit trims (synchronous). Count/cost 0 and age <= 0 remove everything; INT64_MAX and
- * DBL_MAX do nothing. Like every removal they work on a full disk, also one the cache filled
+ * DBL_MAX do nothing. They run in short batches (one transaction of at most 16 rows, 256 for
+ * the age, by index order, deciding on count and total cost kept in O(1)) and release the core's
+ * mutex between batches, handing it to a waiting call, so other threads' calls go on during a
+ * long trim (writes made meanwhile count for the next batch; removal events of the batches done
+ * are delivered on the way); a close meanwhile ends the trim with YYC_ECLOSED, the batches done
+ * staying done. The auto-trim and trim_to_free_space run the same way. Like every removal they
+ * work on a full disk, also one the cache filled
  * itself (see yyc_kv_remove), and end with a WAL checkpoint that truncates it. Another process
  * holding the folder lock beyond the busy timeout gives YYC_EBUSY (the core's mutex is then
  * released, so other threads' calls go on). Returns: YYC_OK, YYC_EBUSY, errors. */

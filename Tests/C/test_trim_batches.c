@@ -1,0 +1,244 @@
+/*
+ * test_trim_batches.c - the disk cache's cost, count and age trims run in short batches and
+ * release the core's mutex between them (disk_cache.c trim_in_batches_locked): another
+ * thread's get and set complete in the middle of a long trim; a removal by another call between
+ * two batches is reported once with its own cause while the trim's evictions keep theirs; a
+ * close between two batches ends the trim with YYC_ECLOSED.
+ */
+#include "test_kv_support.h"
+
+#include <pthread.h>
+
+/* Testing (disk_cache.c): a function run between two batches of every trim, no lock held. */
+void yyc__diskcache_set_trim_batch_hook(yyc_diskcache *dc, void (*fn)(void *ctx), void *ctx);
+
+enum { N = 500, KEEP = 10 };
+
+typedef struct probe {
+    yyc_diskcache *dc;
+    int batches_seen; /* hook calls */
+    int get_rc, set_rc;
+    bool value_ok;
+    bool joined; /* the other thread finished (false: it was blocked, i.e. the lock was held) */
+} probe;
+
+static void key_of(char *key, size_t size, int i) { snprintf(key, size, "k%04d", i); }
+
+/* Another thread: reads the most recently written key and writes a new one. */
+static void *other_thread(void *arg) {
+    probe *p = arg;
+    char key[32];
+    key_of(key, sizeof key, N - 1);
+    void *v = NULL;
+    size_t len = 0;
+    p->get_rc = yyc_diskcache_get(p->dc, key, &v, &len);
+    p->value_ok = p->get_rc == YYC_OK && len == strlen(key) && memcmp(v, key, len) == 0;
+    yyc_free(v);
+    p->set_rc = yyc_diskcache_set(p->dc, "written-mid-trim", "x", 1, NULL, 0);
+    return NULL;
+}
+
+/* Between two batches: the other thread's get and set must complete now. A deadline only keeps
+ * a held lock from hanging the test (it would block forever). */
+static void between_batches(void *ctx) {
+    probe *p = ctx;
+    if (p->batches_seen++ != 0) return;
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, other_thread, p), 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 60;
+    p->joined = pthread_timedjoin_np(t, NULL, &deadline) == 0;
+    if (!p->joined) pthread_detach(t);
+}
+
+typedef enum { BY_COUNT, BY_COST, BY_AGE } trim_by;
+
+static void run_trim(trim_by by) {
+    char *dir = test_temp_dir("trim-batches");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    /* Distinct access times, oldest first (the age trim keeps the last KEEP). */
+    tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
+    probe p = {.dc = dc};
+    yyc__diskcache_set_trim_batch_hook(dc, between_batches, &p);
+    int rc;
+    if (by == BY_COUNT) rc = yyc_diskcache_trim_to_count(dc, KEEP);
+    else if (by == BY_COST) rc = yyc_diskcache_trim_to_cost(dc, KEEP * 5); /* 5 bytes each */
+    else {
+        tk_exec(dir, "update manifest set last_access_time = strftime('%s', 'now') "
+                     "where cast(substr(key, 2) as integer) >= "
+                     "490;");
+        rc = yyc_diskcache_trim_to_age(dc, 3600);
+    }
+    assert_int_equal(rc, YYC_OK);
+    yyc__diskcache_set_trim_batch_hook(dc, NULL, NULL);
+    assert_true(p.batches_seen >= 1); /* more than one batch: the lock was released between */
+    assert_true(p.joined);
+    assert_int_equal(p.get_rc, YYC_OK);
+    assert_true(p.value_ok);
+    assert_int_equal(p.set_rc, YYC_OK);
+    /* The trim still did all of its work: what is left fits. */
+    int64_t count = -1;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_true(count <= KEEP + 1);
+    key_of(key, sizeof key, N - 1);
+    assert_true(yyc_diskcache_contains(dc, key));
+    key_of(key, sizeof key, 0);
+    assert_false(yyc_diskcache_contains(dc, key));
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static void a_get_and_a_set_complete_between_batches_of_a_long_count_trim(void **state) {
+    (void)state;
+    run_trim(BY_COUNT);
+}
+
+static void a_get_and_a_set_complete_between_batches_of_a_long_cost_trim(void **state) {
+    (void)state;
+    run_trim(BY_COST);
+}
+
+static void a_get_and_a_set_complete_between_batches_of_a_long_age_trim(void **state) {
+    (void)state;
+    run_trim(BY_AGE);
+}
+
+/* ---------------------------------------------------------------- events across batches */
+
+enum { MAX_EVENTS = 2 * N };
+
+typedef struct events {
+    pthread_mutex_t lock;
+    char *keys[MAX_EVENTS];
+    yyc_removal_cause causes[MAX_EVENTS];
+    int n;
+} events;
+
+static void on_removed(void *ctx, const char *key, yyc_removal_cause cause) {
+    events *e = ctx;
+    pthread_mutex_lock(&e->lock);
+    if (e->n < MAX_EVENTS) {
+        e->keys[e->n] = strdup(key);
+        e->causes[e->n++] = cause;
+    }
+    pthread_mutex_unlock(&e->lock);
+}
+
+typedef struct remover {
+    yyc_diskcache *dc;
+    int calls;
+    int remove_rc;
+} remover;
+
+/* Between the first two batches: another call removes the newest key (no trim takes it). */
+static void remove_between_batches(void *ctx) {
+    remover *r = ctx;
+    if (r->calls++ != 0) return;
+    char key[32];
+    key_of(key, sizeof key, N - 1);
+    r->remove_rc = yyc_diskcache_remove(r->dc, key);
+}
+
+static void a_removal_between_batches_is_reported_once_with_its_own_cause(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("trim-batches-events");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
+    events e = {.n = 0};
+    pthread_mutex_init(&e.lock, NULL);
+    yyc_diskcache_set_removal_listener(dc, on_removed, &e);
+    remover r = {.dc = dc, .remove_rc = -1};
+    yyc__diskcache_set_trim_batch_hook(dc, remove_between_batches, &r);
+    assert_int_equal(yyc_diskcache_trim_to_count(dc, KEEP), YYC_OK);
+    yyc__diskcache_set_trim_batch_hook(dc, NULL, NULL);
+    assert_true(r.calls >= 1);
+    assert_int_equal(r.remove_rc, YYC_OK);
+    /* Every key that is gone was reported exactly once: the newest as removed, every other as
+     * evicted; the keys left were not reported. */
+    int evicted = 0, explicit_removals = 0;
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        int seen = 0;
+        for (int j = 0; j < e.n; j++) {
+            if (strcmp(e.keys[j], key) != 0) continue;
+            seen++;
+            if (i == N - 1) {
+                assert_int_equal(e.causes[j], YYC_REMOVED_EXPLICIT);
+                explicit_removals++;
+            } else {
+                assert_int_equal(e.causes[j], YYC_REMOVED_EVICTED);
+                evicted++;
+            }
+        }
+        assert_int_equal(seen, yyc_diskcache_contains(dc, key) ? 0 : 1);
+    }
+    assert_int_equal(explicit_removals, 1);
+    assert_int_equal(evicted, N - 1 - KEEP);
+    assert_int_equal(e.n, N - KEEP);
+    yyc_diskcache_set_removal_listener(dc, NULL, NULL);
+    for (int j = 0; j < e.n; j++) free(e.keys[j]);
+    pthread_mutex_destroy(&e.lock);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* Between the first two batches: the cache is closed (by another call of this thread). */
+static void close_between_batches(void *ctx) {
+    remover *r = ctx;
+    if (r->calls++ != 0) return;
+    yyc_diskcache_close(r->dc);
+}
+
+static void a_close_between_batches_ends_the_trim_with_closed(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("trim-batches-close");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    remover r = {.dc = dc};
+    yyc__diskcache_set_trim_batch_hook(dc, close_between_batches, &r);
+    assert_int_equal(yyc_diskcache_trim_to_count(dc, KEEP), YYC_ECLOSED);
+    assert_int_equal(r.calls, 1);
+    int64_t count = 0;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_ECLOSED);
+    yyc_diskcache_release(dc);
+    /* The batches done stay done, the rest is there: the folder opens with what was left. */
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_true(count > KEEP && count < N);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_count_trim),
+    cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_cost_trim),
+    cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_age_trim),
+    cmocka_unit_test(a_removal_between_batches_is_reported_once_with_its_own_cause),
+    cmocka_unit_test(a_close_between_batches_ends_the_trim_with_closed),
+};
+
+YYC_TEST_MAIN(tests)
