@@ -186,7 +186,11 @@ YYC_API int yyc_diskcache_remove_all_progress(yyc_diskcache *dc, yyc_progress_fn
                                               void *ctx);
 
 /* Number of entries and their total size in bytes (64-bit; rows whose size is not a positive
- * integer count 0, and the sum saturates at INT64_MAX). Returns: YYC_OK, errors. */
+ * integer count 0, and the sum saturates at INT64_MAX). O(1): summed once per connection, then
+ * kept from this process's own changes; summed again (one scan) when another connection -
+ * another process, YYKVStorage, the CLI - wrote the folder since. Never older than the read
+ * transaction it is answered in. Commits queued deferred writes first. Blocks on the core's
+ * lock. Returns: YYC_OK, errors. */
 YYC_API int yyc_diskcache_total_count(yyc_diskcache *dc, int64_t *out);
 YYC_API int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out);
 

@@ -208,7 +208,9 @@ YYC_API int yyc_kv_get_item_infos(yyc_kv *kv, const char *const *keys, size_t n,
 YYC_API int yyc_kv_exists(yyc_kv *kv, const char *key);
 /* Row count and sum of sizes (64-bit; sizes that are not positive integers - a hostile row's
  * NULL, text or negative size - count 0, and the sum saturates at INT64_MAX instead of failing).
- * Returns: YYC_OK, YYC_EINVAL (NULL out), errors; *out is 0 on error. */
+ * O(1) while no other connection wrote the manifest since the last read (the storage keeps both
+ * from its own changes); else one scan. Returns: YYC_OK, YYC_EINVAL (NULL out), errors; *out is
+ * 0 on error. */
 YYC_API int yyc_kv_count(yyc_kv *kv, int64_t *out);
 YYC_API int yyc_kv_size(yyc_kv *kv, int64_t *out);
 
