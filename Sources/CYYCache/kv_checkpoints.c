@@ -44,8 +44,9 @@ struct yyc__kv_checkpointer {
     bool queued;      /* [lock] */
     int caught_up;    /* [lock] */
     int trigger, cap; /* [lock] pages: queue a job / wait for it (testing: adjustable) */
-    sqlite3 *db;      /* [job] the job's connection, opened by the first job */
-    char db_path[];   /* [open] a copy of kv->db_path */
+    bool truncate;  /* [lock] the next job truncates the WAL (yyc__kv_checkpoints_truncate_soon) */
+    sqlite3 *db;    /* [job] the job's connection, opened by the first job */
+    char db_path[]; /* [open] a copy of kv->db_path */
 };
 
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -92,6 +93,10 @@ static void count_checkpoint(int copied_now) {
 static void checkpoint_job(void *arg) {
     yyc__kv_checkpointer *c = arg;
     int frames = -1, copied = -1, counted = -1;
+    pthread_mutex_lock(&c->lock);
+    int mode = c->truncate ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE;
+    c->truncate = false;
+    pthread_mutex_unlock(&c->lock);
     pthread_mutex_lock(&fork_lock);
     NOTE_IN_SQLITE(1);
     if (!c->db) {
@@ -107,8 +112,7 @@ static void checkpoint_job(void *arg) {
     /* A connection sees the WAL only from its first read on; with no busy handler, the job waits
      * for nobody (a busy or failing checkpoint is skipped: the next commit queues another). */
     if (c->db && sqlite3_exec(c->db, "pragma schema_version;", NULL, NULL, NULL) == SQLITE_OK &&
-        sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied) ==
-            SQLITE_OK) {
+        sqlite3_wal_checkpoint_v2(c->db, NULL, mode, &frames, &copied) == SQLITE_OK) {
         counted = copied;
     }
     NOTE_IN_SQLITE(-1);
@@ -173,6 +177,20 @@ int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db) {
     sqlite3_wal_autocheckpoint(db, 0);
     sqlite3_wal_hook(db, wal_committed, c);
     return YYC_OK;
+}
+
+void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv) {
+    yyc__kv_checkpointer *c = kv->checkpointer;
+    bool queued = false;
+    if (c) {
+        pthread_mutex_lock(&c->lock);
+        c->truncate = true;
+        if (!c->queued && yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK)
+            c->queued = true;
+        queued = c->queued;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (!queued) yyc__kv_checkpoint(kv); /* (no job could be queued: here and now) */
 }
 
 void yyc__kv_checkpoints_wait(yyc_kv *kv) {

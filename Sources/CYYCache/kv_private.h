@@ -47,6 +47,12 @@ typedef enum yyc__kv_trim {
  * checkpoint: the caller ends with one. */
 int yyc__kv_trim_batch(yyc_kv *kv, yyc__kv_trim kind, int64_t value, bool *more, int64_t *removed);
 
+/* Asks the checkpoint queue for a TRUNCATE checkpoint of the WAL on its own connection (after
+ * a large deletion: a disk cache's trim), instead of one on the caller's thread under the
+ * caller's locks; best effort like every truncating checkpoint (skipped while another
+ * connection reads). Without a queue (no thread) it runs here. */
+void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv);
+
 /* Removes up to `limit` least recently used items (files too). *removed gets the number of
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);

@@ -7,7 +7,10 @@
  */
 #include "test_kv_support.h"
 
+#include "internal.h"
+
 #include <pthread.h>
+#include <sys/stat.h>
 
 /* Testing (disk_cache.c): a function run between two batches of every trim, no lock held. */
 void yyc__diskcache_set_trim_batch_hook(yyc_diskcache *dc, void (*fn)(void *ctx), void *ctx);
@@ -233,12 +236,66 @@ static void a_close_between_batches_ends_the_trim_with_closed(void **state) {
     free(dir);
 }
 
+/* A job that holds the checkpoint queue until released. */
+typedef struct gate {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    bool open;
+} gate;
+
+static void wait_at_gate(void *arg) {
+    gate *g = arg;
+    pthread_mutex_lock(&g->lock);
+    while (!g->open) pthread_cond_wait(&g->cond, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* The WAL after a long trim is truncated on the checkpoint queue, not by the trimming call:
+ * right after the trim the WAL still holds its frames (no other connection reads, so a
+ * truncation on the caller's thread would have emptied it), and once the queue is idle it is
+ * empty. */
+static void a_long_trim_truncates_the_wal_on_the_checkpoint_queue(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("trim-wal");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32], wal[4096];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    tk_join(wal, sizeof wal, dir, "manifest.sqlite-wal");
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    /* (the queue is held up while the trim runs, so that its job cannot race the check) */
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    assert_int_equal(yyc__worker_async(YYC__QUEUE_CHECKPOINT, &g, wait_at_gate, &g), YYC_OK);
+    assert_int_equal(yyc_diskcache_trim_to_count(dc, KEEP), YYC_OK);
+    struct stat st;
+    assert_int_equal(stat(wal, &st), 0);
+    assert_true(st.st_size > 0);
+    pthread_mutex_lock(&g.lock);
+    g.open = true;
+    pthread_cond_signal(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    assert_int_equal(stat(wal, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    int64_t count = -1;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_int_equal(count, KEEP);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_count_trim),
     cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_cost_trim),
     cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_age_trim),
     cmocka_unit_test(a_removal_between_batches_is_reported_once_with_its_own_cause),
     cmocka_unit_test(a_close_between_batches_ends_the_trim_with_closed),
+    cmocka_unit_test(a_long_trim_truncates_the_wal_on_the_checkpoint_queue),
 };
 
 YYC_TEST_MAIN(tests)

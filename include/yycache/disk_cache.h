@@ -201,8 +201,9 @@ YYC_API int yyc_diskcache_total_cost(yyc_diskcache *dc, int64_t *out);
  * long trim (writes made meanwhile count for the next batch; removal events of the batches done
  * are delivered on the way); a close meanwhile ends the trim with YYC_ECLOSED, the batches done
  * staying done. The auto-trim and trim_to_free_space run the same way. Like every removal they
- * work on a full disk, also one the cache filled
- * itself (see yyc_kv_remove), and end with a WAL checkpoint that truncates it. Another process
+ * work on a full disk, also one the cache filled itself (see yyc_kv_remove); afterwards the WAL
+ * is truncated, by the background checkpoint thread when the file system has room (24 MiB or
+ * more free), else at once on this thread. Another process
  * holding the folder lock beyond the busy timeout gives YYC_EBUSY (the core's mutex is then
  * released, so other threads' calls go on). Returns: YYC_OK, YYC_EBUSY, errors. */
 YYC_API int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count);
