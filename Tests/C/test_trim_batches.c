@@ -236,6 +236,49 @@ static void a_close_between_batches_ends_the_trim_with_closed(void **state) {
     free(dir);
 }
 
+/* Testing (disk_cache.c): stops the access-time timer. */
+void yyc__diskcache_testing_pause_access_times(yyc_diskcache *dc);
+
+static void count_hand_overs(void *ctx) { (*(int *)ctx)++; }
+
+/* Many access times noted by reads are written before the trim decides, a chunk (256) per
+ * transaction with the lock handed over between chunks; the decision sees all of them. */
+static void a_trim_writes_many_noted_access_times_in_chunks_and_decides_on_all(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("trim-atimes");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    yyc__diskcache_testing_pause_access_times(dc);
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
+    /* Reads of the 300 oldest: now the most recent. */
+    for (int i = 0; i < 300; i++) {
+        key_of(key, sizeof key, i);
+        void *v = NULL;
+        size_t len = 0;
+        assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
+        yyc_free(v);
+    }
+    int hand_overs = 0;
+    yyc__diskcache_set_trim_batch_hook(dc, count_hand_overs, &hand_overs);
+    assert_int_equal(yyc_diskcache_trim_to_count(dc, N - 10), YYC_OK);
+    yyc__diskcache_set_trim_batch_hook(dc, NULL, NULL);
+    assert_true(hand_overs >= 1); /* (one batch of rows: the hand-over was between chunks) */
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        bool gone = i >= 300 && i < 310;
+        assert_int_equal(yyc_diskcache_contains(dc, key), !gone);
+    }
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 /* A job that holds the checkpoint queue until released. */
 typedef struct gate {
     pthread_mutex_t lock;
@@ -296,6 +339,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_removal_between_batches_is_reported_once_with_its_own_cause),
     cmocka_unit_test(a_close_between_batches_ends_the_trim_with_closed),
     cmocka_unit_test(a_long_trim_truncates_the_wal_on_the_checkpoint_queue),
+    cmocka_unit_test(a_trim_writes_many_noted_access_times_in_chunks_and_decides_on_all),
 };
 
 YYC_TEST_MAIN(tests)
