@@ -1270,16 +1270,12 @@ static void hand_over_locked(yyc_diskcache *dc) {
 
 /* After a trim removed rows: the WAL is truncated on the checkpoint queue (on ext4 a
  * truncating checkpoint's fsync alone took 80 ms, all of it under the core's lock), unless the
- * file system is short of space (less than TRIM_TRUNCATE_NOW_BYTES free, or unknown): then here
- * and now, so that the space the trim freed is there for the next set. */
-#define TRIM_TRUNCATE_NOW_BYTES (4 * (uint64_t)YYC__KV_WAL_LIMIT_BYTES)
+ * file system is short of space (yyc__kv_space_is_short): then here and now, so that the space
+ * the trim freed is there for the next set. */
 static void truncate_wal_after_trim_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
-    struct statvfs sv;
-    bool roomy = statvfs(dc->path, &sv) == 0 &&
-                 (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize >= TRIM_TRUNCATE_NOW_BYTES;
-    if (roomy) yyc__kv_checkpoints_truncate_soon(dc->kv);
-    else yyc__kv_checkpoint(dc->kv);
+    if (yyc__kv_space_is_short(dc->kv)) yyc__kv_checkpoint(dc->kv);
+    else yyc__kv_checkpoints_truncate_soon(dc->kv);
 }
 
 /* Runs a trim in short batches (yyc__kv_trim_batch: one transaction each, by index order) and

@@ -324,6 +324,12 @@ void yyc__kv_reserve_make(yyc_kv *kv) {
     else kv->reserve_gone = false;
 }
 
+bool yyc__kv_space_is_short(yyc_kv *kv) {
+    struct statvfs sv;
+    return fstatvfs(kv->root_fd, &sv) != 0 ||
+           (uint64_t)sv.f_bavail * sv.f_frsize < (uint64_t)YYC__KV_SHORT_OF_SPACE_BYTES;
+}
+
 /* Releases the space reserve. Returns whether there was one (a regular file, never a link). */
 bool yyc__kv_reserve_release(yyc_kv *kv) {
     struct stat st;

@@ -47,6 +47,13 @@ typedef enum yyc__kv_trim {
  * checkpoint: the caller ends with one. */
 int yyc__kv_trim_batch(yyc_kv *kv, yyc__kv_trim kind, int64_t value, bool *more, int64_t *removed);
 
+/* The file system holding the folder is short of space: less than YYC__KV_SHORT_OF_SPACE_BYTES
+ * free (or its free space is unknown). Then a disk cache's trim truncates the WAL at once on
+ * the caller's thread, so that the space it freed is there for the next set; with more room it
+ * leaves that to the checkpoint queue. */
+#define YYC__KV_SHORT_OF_SPACE_BYTES (4 * (uint64_t)YYC__KV_WAL_LIMIT_BYTES) /* 24 MiB */
+bool yyc__kv_space_is_short(yyc_kv *kv);
+
 /* Asks the checkpoint queue for a TRUNCATE checkpoint of the WAL on its own connection (after
  * a large deletion: a disk cache's trim), instead of one on the caller's thread under the
  * caller's locks; best effort like every truncating checkpoint (skipped while another
