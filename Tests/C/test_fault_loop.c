@@ -742,19 +742,8 @@ static int totals_match_a_scan(bool kv, void *obj, const char *dir) {
     int rc = kv ? yyc_kv_count(obj, &count) : yyc_diskcache_total_count(obj, &count);
     if (rc == YYC_OK) rc = kv ? yyc_kv_size(obj, &cost) : yyc_diskcache_total_cost(obj, &cost);
     if (rc != YYC_OK) return rc;
-    sqlite3 *db = tk_raw_open(dir);
-    sqlite3_stmt *s = NULL;
-    assert_int_equal(
-        sqlite3_prepare_v2(db,
-                           "select count(*), total(case when typeof(size) = "
-                           "'integer' and size > 0 then size else 0 end) from manifest;",
-                           -1, &s, NULL),
-        SQLITE_OK);
-    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    int64_t scan_count = sqlite3_column_int64(s, 0);
-    int64_t scan_cost = (int64_t)sqlite3_column_double(s, 1);
-    sqlite3_finalize(s);
-    sqlite3_close(db);
+    int64_t scan_count, scan_cost;
+    tk_scan_totals(dir, &scan_count, &scan_cost);
     return count == scan_count && cost == scan_cost ? YYC_OK : YYC_ECORRUPT;
 }
 

@@ -53,6 +53,24 @@ static inline int64_t tk_raw_int(sqlite3 *db, const char *sql) {
     return v;
 }
 
+/* The manifest's count and total cost summed by a raw connection, the cost as the library
+ * counts it (a size that is not a positive integer costs 0; saturated at INT64_MAX). */
+static inline void tk_scan_totals(const char *dir, int64_t *count, int64_t *cost) {
+    sqlite3 *db = tk_raw_open(dir);
+    *count = tk_raw_int(db, "select count(*) from manifest;");
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "select total(case when typeof(size) = 'integer' and "
+                                        "size > 0 then size else 0 end) from manifest;",
+                                        -1, &s, NULL),
+                     SQLITE_OK);
+    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+    double t = sqlite3_column_double(s, 0);
+    *cost = t >= 9223372036854775807.0 ? INT64_MAX : (int64_t)t;
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+}
+
 static inline int64_t tk_int(const char *dir, const char *sql) {
     sqlite3 *db = tk_raw_open(dir);
     int64_t v = tk_raw_int(db, sql);

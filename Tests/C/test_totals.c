@@ -14,29 +14,11 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-/* A scan by another connection: the count and the cost as yyc_cost_total counts it
- * (saturated). */
-static void scan(const char *dir, int64_t *count, int64_t *cost) {
-    sqlite3 *db = tk_raw_open(dir);
-    *count = tk_raw_int(db, "select count(*) from manifest;");
-    sqlite3_stmt *s = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db,
-                                        "select total(case when typeof(size) = 'integer' and "
-                                        "size > 0 then size else 0 end) from manifest;",
-                                        -1, &s, NULL),
-                     SQLITE_OK);
-    assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-    double t = sqlite3_column_double(s, 0);
-    *cost = t >= 9223372036854775807.0 ? INT64_MAX : (int64_t)t;
-    sqlite3_finalize(s);
-    sqlite3_close(db);
-}
-
 static void assert_totals_match_a_scan(yyc_kv *kv, const char *dir) {
     int64_t count = -1, cost = -1, scan_count, scan_cost;
     assert_int_equal(yyc_kv_count(kv, &count), YYC_OK);
     assert_int_equal(yyc_kv_size(kv, &cost), YYC_OK);
-    scan(dir, &scan_count, &scan_cost);
+    tk_scan_totals(dir, &scan_count, &scan_cost);
     assert_int_equal(count, scan_count);
     assert_int_equal(cost, scan_cost);
 }
@@ -309,7 +291,7 @@ static void the_disk_cache_s_totals_follow_its_sets_trims_and_deferred_writes(vo
     assert_int_equal(yyc_diskcache_trim_to_count(dc, 30), YYC_OK);
     assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
     assert_int_equal(yyc_diskcache_total_cost(dc, &cost), YYC_OK);
-    scan(dir, &sc, &scost);
+    tk_scan_totals(dir, &sc, &scost);
     assert_int_equal(count, sc);
     assert_int_equal(cost, scost);
     assert_true(count <= 30 && cost <= 50000);
@@ -320,7 +302,7 @@ static void the_disk_cache_s_totals_follow_its_sets_trims_and_deferred_writes(vo
     }
     assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK); /* (commits the queue) */
     assert_int_equal(yyc_diskcache_total_cost(dc, &cost), YYC_OK);
-    scan(dir, &sc, &scost);
+    tk_scan_totals(dir, &sc, &scost);
     assert_int_equal(count, sc);
     assert_int_equal(cost, scost);
     yyc_diskcache_release(dc);

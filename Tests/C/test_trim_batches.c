@@ -27,6 +27,19 @@ typedef struct probe {
 
 static void key_of(char *key, size_t size, int i) { snprintf(key, size, "k%04d", i); }
 
+/* A disk cache in dir (auto-trim off) holding k0000..k<N-1>, each key its own value. */
+static yyc_diskcache *filled_cache(const char *dir) {
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32];
+    for (int i = 0; i < N; i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    return dc;
+}
+
 /* Another thread: reads the most recently written key and writes a new one. */
 static void *other_thread(void *arg) {
     probe *p = arg;
@@ -59,14 +72,8 @@ typedef enum { BY_COUNT, BY_COST, BY_AGE } trim_by;
 
 static void run_trim(trim_by by) {
     char *dir = test_temp_dir("trim-batches");
-    yyc_diskcache *dc = NULL;
-    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
-    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    yyc_diskcache *dc = filled_cache(dir);
     char key[32];
-    for (int i = 0; i < N; i++) {
-        key_of(key, sizeof key, i);
-        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
-    }
     /* Distinct access times, oldest first (the age trim keeps the last KEEP). */
     tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
     probe p = {.dc = dc};
@@ -154,14 +161,8 @@ static void remove_between_batches(void *ctx) {
 static void a_removal_between_batches_is_reported_once_with_its_own_cause(void **state) {
     (void)state;
     char *dir = test_temp_dir("trim-batches-events");
-    yyc_diskcache *dc = NULL;
-    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
-    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    yyc_diskcache *dc = filled_cache(dir);
     char key[32];
-    for (int i = 0; i < N; i++) {
-        key_of(key, sizeof key, i);
-        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
-    }
     tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
     events e = {.n = 0};
     pthread_mutex_init(&e.lock, NULL);
@@ -212,14 +213,7 @@ static void close_between_batches(void *ctx) {
 static void a_close_between_batches_ends_the_trim_with_closed(void **state) {
     (void)state;
     char *dir = test_temp_dir("trim-batches-close");
-    yyc_diskcache *dc = NULL;
-    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
-    yyc_diskcache_set_auto_trim_interval(dc, 0);
-    char key[32];
-    for (int i = 0; i < N; i++) {
-        key_of(key, sizeof key, i);
-        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
-    }
+    yyc_diskcache *dc = filled_cache(dir);
     remover r = {.dc = dc};
     yyc__diskcache_set_trim_batch_hook(dc, close_between_batches, &r);
     assert_int_equal(yyc_diskcache_trim_to_count(dc, KEEP), YYC_ECLOSED);
@@ -246,15 +240,9 @@ static void count_hand_overs(void *ctx) { (*(int *)ctx)++; }
 static void a_trim_writes_many_noted_access_times_in_chunks_and_decides_on_all(void **state) {
     (void)state;
     char *dir = test_temp_dir("trim-atimes");
-    yyc_diskcache *dc = NULL;
-    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
-    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    yyc_diskcache *dc = filled_cache(dir);
     yyc__diskcache_testing_pause_access_times(dc);
     char key[32];
-    for (int i = 0; i < N; i++) {
-        key_of(key, sizeof key, i);
-        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
-    }
     tk_exec(dir, "update manifest set last_access_time = 1000 + cast(substr(key, 2) as integer);");
     /* Reads of the 300 oldest: now the most recent. */
     for (int i = 0; i < 300; i++) {
@@ -300,14 +288,8 @@ static void wait_at_gate(void *arg) {
 static void a_long_trim_truncates_the_wal_on_the_checkpoint_queue(void **state) {
     (void)state;
     char *dir = test_temp_dir("trim-wal");
-    yyc_diskcache *dc = NULL;
-    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
-    yyc_diskcache_set_auto_trim_interval(dc, 0);
-    char key[32], wal[4096];
-    for (int i = 0; i < N; i++) {
-        key_of(key, sizeof key, i);
-        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
-    }
+    yyc_diskcache *dc = filled_cache(dir);
+    char wal[4096];
     tk_join(wal, sizeof wal, dir, "manifest.sqlite-wal");
     yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
     /* (the queue is held up while the trim runs, so that its job cannot race the check) */
