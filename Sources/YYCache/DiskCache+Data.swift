@@ -163,6 +163,10 @@ extension DiskCache {
 
     /// The number of stored values.
     ///
+    /// Constant time: the cache counts once and then keeps the count from this process's own
+    /// writes and removals; after another process (or YYKVStorage, or the CLI) wrote the folder,
+    /// the next call counts again.
+    ///
     /// - Returns: The count.
     /// - Throws: ``CacheError`` (``CacheError/Code/closed``, SQLite failures).
     ///
@@ -177,6 +181,8 @@ extension DiskCache {
     }
 
     /// The total size of the stored values in bytes (64-bit: no wrap past 2 GiB).
+    ///
+    /// Constant time, like the count (see `totalCount()`).
     ///
     /// - Returns: The size.
     /// - Throws: ``CacheError`` (``CacheError/Code/closed``, SQLite failures).
@@ -193,6 +199,10 @@ extension DiskCache {
 
     /// Removes least recently accessed values until at most `count` remain. 0 (or less)
     /// removes everything; `Int.max` does nothing.
+    ///
+    /// Like every trim it removes at most 16 values per transaction and lets other threads'
+    /// calls on the cache run between two of them, so a long trim does not stall them; closing
+    /// the cache meanwhile ends it with ``CacheError/Code/closed``.
     ///
     /// - Parameters:
     ///   - count: The number of values to keep at most.
