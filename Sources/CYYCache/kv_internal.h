@@ -163,7 +163,8 @@ typedef struct yyc__kv_removal_watch {
  * SQLite's data version of the file shows no other connection's commit since.
  * Invariants: while known, count >= 0 and 0 <= cost < INT64_MAX; commits and done_* are the
  * committed transactions not yet folded in, txn_* the transaction in progress; the mark_* are
- * txn_* at the open savepoint (mark_set). */
+ * txn_* at the open savepoint (mark_set); without the row hooks (!on) nothing is known or
+ * carried. Checked by asserts around every read (kv_totals.c, totals_ok). */
 typedef struct yyc__kv_totals {
     bool on;          /* the connection has the row hooks and the size column: carried */
     bool known;       /* count and cost were right at data version `version` */
@@ -189,7 +190,7 @@ typedef struct yyc__kv_totals {
  * Who guards what: every field belongs to the caller's thread (the caller serialises calls on
  * one yyc_kv; disk_cache.c's mutex does) and nothing else reads or writes it: the sweeps run on
  * the worker thread with descriptors, a path and a connection of their own (kv_sweep.c), and the
- * preupdate hook (old_row_hook) runs inside sqlite3_step on the caller's thread. On top of that
+ * row hooks (kv_manifest.c) run inside sqlite3_step on the caller's thread. On top of that
  * the folder flock (held while lock_depth > 0; kv_folder.c) guards what other processes share:
  * data_checked is true only under it, data/ (the folder data_fd names) is replaced only under it,
  * and every change of a row together with its file happens under it. Below, [caller] marks a
@@ -249,8 +250,8 @@ struct yyc_kv {
     int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
                              * (0: none); set only around one save (kv_expiry.c) */
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
-     * upsert itself, instead of looking it up first (old_row_hook). [caller]; the last three are
-     * written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
+     * upsert itself, instead of looking it up first (yyc__kv_old_row_deleted). [caller]; the last
+     * three are written by the hook, inside the upsert's sqlite3_step (step_learning_old_row). */
     bool use_old_row_hook; /* the hook is available and the columns below were found */
 #ifdef YYC_TESTING
     bool no_old_row_hook; /* [testing] always look up */

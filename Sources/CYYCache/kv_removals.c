@@ -6,11 +6,12 @@
  * every manifest row this connection deletes, whatever statement deletes it (a removal, a trim, an
  * expired row, the remove-all: SQLite does not use its truncate shortcut while a preupdate hook is
  * set), and the commit and rollback hooks keep only the keys of transactions that committed: a
- * deletion rolled back (a full disk retried, a failed commit, a group commit's write rolled back to
- * its savepoint) reports nothing, its retry reports once. A commit is known to have succeeded when
+ * deletion rolled back (a full disk retried, a failed commit) reports nothing, its retry reports
+ * once; a group commit's ROLLBACK TO its write's savepoint drops the keys recorded since it
+ * (yyc__kv_rows_rewind). A commit is known to have succeeded when
  * the next transaction starts or the watch ends without a rollback in between. Saves are not
- * watched (a save's own preupdate hook, old_row_hook, tells whether it replaced a row:
- * kv->replaced_row).
+ * watched (a save's own part of the row hooks, yyc__kv_old_row_deleted, tells whether it replaced a
+ * row: kv->replaced_row).
  *
  * Needs the preupdate hook (kv->use_old_row_hook tells whether the linked SQLite has it);
  * without it the watch sees nothing. Thread safety: none, as for yyc_kv.

@@ -460,8 +460,8 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
 
 /* The row replaced and the key's previous file deleted, after the commit that makes the row
  * name something else (inline now, or the new file's fresh name). The old file name comes from
- * the upsert itself (old_row_hook) or, without the hook, from a lookup first. Caller holds the
- * folder lock, so no other process changes the row or the file in between. */
+ * the upsert itself (yyc__kv_old_row_deleted) or, without the hook, from a lookup first. Caller
+ * holds the folder lock, so no other process changes the row or the file in between. */
 static int replace_row(yyc_kv *kv, const char *key, const void *value, size_t value_len,
                        const char *filename, const void *extended, size_t extended_len,
                        uint32_t crc, uint32_t ext_crc) {

@@ -157,10 +157,17 @@ static int64_t with_txn(int64_t committed, int64_t txn) {
     return r < 0 ? 0 : r;
 }
 
+/* The invariants of struct yyc__kv_totals (kv_internal.h). */
+static inline bool totals_ok(const yyc__kv_totals *t) { /* (asserts only) */
+    return (!t->known || (t->count >= 0 && t->cost >= 0 && t->cost < INT64_MAX)) &&
+           (t->on || (!t->known && t->commits == 0));
+}
+
 int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost) {
     assert(kv->db && !sqlite3_get_autocommit(kv->db));
     *count = *cost = 0;
     yyc__kv_totals *t = &kv->totals;
+    assert(totals_ok(t));
     sqlite3_stmt *p;
     int rc = yyc__kv_prepare_checked(kv, SQL_TOTALS_PROBE, &p);
     if (rc != YYC_OK) return rc;
@@ -183,6 +190,7 @@ int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost) {
             t->done_count = t->done_cost = 0;
             *count = with_txn(t->count, t->txn_count);
             *cost = with_txn(t->cost, t->txn_cost);
+            assert(totals_ok(t));
             return YYC_OK;
         }
     }
@@ -204,6 +212,7 @@ int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost) {
         t->cost = s;
         t->version = version;
     }
+    assert(totals_ok(t));
     return YYC_OK;
 }
 
