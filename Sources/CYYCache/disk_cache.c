@@ -65,6 +65,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,11 +76,12 @@
 #define PENDING_MAX 8
 
 /* A set waiting for its commit (group commit, see commit_write). Lives on the writer's stack;
- * the writer returns only once `done` is set (under the core's lock). */
+ * the writer returns only once `done` is set. The committer sets it last (under the core's
+ * lock) and never touches the request again; the writer reads it without a lock. */
 typedef struct write_req {
-    yyc__kv_write w; /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
-    double ttl;      /* seconds (INFINITY: never), or NAN for the core's default time to live */
-    bool done;       /* [lock] committed or failed: w.status is final */
+    yyc__kv_write w;  /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
+    double ttl;       /* seconds (INFINITY: never), or NAN for the core's default time to live */
+    atomic_bool done; /* committed or failed: w.status is final (release store, acquire load) */
     struct write_req *next; /* in `incoming` */
 } write_req;
 
@@ -127,9 +129,18 @@ struct yyc_diskcache {
     struct flight *flights; /* loads under way (get_or_load), guarded by flights_lock */
     pthread_mutex_t flights_lock;
 
-    /* Group commit: sets pushed without the lock (a lock-free stack, newest first), waiting for
-     * it. Whoever holds the lock in a set takes them all and commits them together. */
+    /* Group commit (commit_write): sets pushed without a lock (a lock-free stack, newest first),
+     * waiting for a committer. `committer` is the baton: the one set that holds it takes the
+     * core's lock and commits every request pushed so far. The others wait for their `done`,
+     * or for the baton, on `commit_done`; `commit_sleepers` [commit_lock] counts those asleep
+     * there. commit_lock is a leaf: taken under the core's lock to wake them, and no other lock
+     * is taken while it is held. */
     _Atomic(write_req *) incoming;
+    atomic_bool committer;
+    size_t last_batch; /* [baton] requests the last commit of immediate writes took */
+    pthread_mutex_t commit_lock;
+    pthread_cond_t commit_done;
+    int commit_sleepers;
     /* Deferred writes (see yyc_diskcache_set_write_mode): the mode, the queue, and the timer
      * that commits it on the disk worker (created with the first switch to DEFERRED, paused
      * while the queue is empty; [lock], freed by the close outside the lock). */
@@ -382,6 +393,8 @@ static void free_core(yyc_diskcache *dc) {
     pthread_mutex_destroy(&dc->lock);
     pthread_mutex_destroy(&dc->timer_lock);
     pthread_mutex_destroy(&dc->flights_lock);
+    pthread_mutex_destroy(&dc->commit_lock);
+    pthread_cond_destroy(&dc->commit_done);
     free(dc->name);
     free(dc->path);
     free(dc);
@@ -514,6 +527,8 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     lock_init(&dc->lock);
     lock_init(&dc->timer_lock);
     lock_init(&dc->flights_lock);
+    lock_init(&dc->commit_lock);
+    pthread_cond_init(&dc->commit_done, NULL);
     dc->path = canon;
     dc->threshold = inline_threshold;
     dc->type = type_for_threshold(inline_threshold);
@@ -765,14 +780,17 @@ int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **o
 
 /* --- writes --- */
 
-/* Group commit. A set pushes its request onto `incoming` (no lock) and then takes the core's
- * lock. While another set holds it for a commit, more sets pile up on `incoming`; the next one
- * to get the lock finds its request not done, takes every request pushed so far, commits them
- * in one transaction (yyc__kv_save_each: each in its own savepoint, so each succeeds or fails
- * by itself) and marks them done; the sets whose requests it took find them done when they get
- * the lock and return their own status at once. The lock is the only lock: the commit runs
- * under it, as every other use of the storage does, and `incoming` is what lets the sets that
- * arrive meanwhile join the next commit instead of each waiting for one of its own. */
+/* Group commit. A set pushes its request onto `incoming` (no lock) and takes the committer's
+ * baton if no other set holds it. The committer takes the core's lock, takes every request
+ * pushed so far, commits them in one transaction (yyc__kv_save_each: each in its own
+ * savepoint, so each succeeds or fails by itself), marks them done, and gives the baton back.
+ * The sets that found the baton taken wait (spinning a moment, then asleep on commit_done)
+ * until their request is done, or until the baton is free again, and then take it: so the sets
+ * that arrive during a commit join the next one instead of each waiting for one of its own.
+ * They wait for the baton, not for the core's lock: a thread that sets again at once would
+ * otherwise take that lock before a sleeping one woke, and keep it from learning for a long
+ * time that its set was committed long ago. The commit itself runs under the core's lock, as
+ * every other use of the storage does. */
 
 /* Takes every request pushed so far, oldest first. */
 static write_req *take_incoming(yyc_diskcache *dc) {
@@ -787,8 +805,16 @@ static write_req *take_incoming(yyc_diskcache *dc) {
     return oldest;
 }
 
+/* Wakes the sets asleep on commit_done (to find their request done, or the baton free). */
+static void wake_waiters(yyc_diskcache *dc) {
+    lock(&dc->commit_lock);
+    if (dc->commit_sleepers) pthread_cond_broadcast(&dc->commit_done);
+    unlock(&dc->commit_lock);
+}
+
 /* Caller holds the lock. Commits every waiting request (at most 64 per transaction), or fails
- * them with YYC_ECLOSED after close, and marks them done. */
+ * them with YYC_ECLOSED after close, and marks them done; each transaction's sets are woken
+ * as soon as it ends. */
 static void commit_incoming_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
     write_req *r = take_incoming(dc);
@@ -805,7 +831,9 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
                 reqs[i]->w.status = fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
                 yyc_last_error(&reqs[i]->w.error);
             }
-            for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+            for (size_t i = 0; i < n; i++)
+                atomic_store_explicit(&reqs[i]->done, true, memory_order_release);
+            wake_waiters(dc);
             continue;
         }
         for (size_t i = 0; i < n; i++) { /* (default_ttl is [lock]: read here, not in set_impl) */
@@ -819,9 +847,81 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
             yyc__kv_save_each(dc->kv, batch, n);
             for (size_t i = 0; i < n; i++)
                 if (reqs[i]->w.status == YYC_OK) note_saved_locked(dc, &reqs[i]->w);
+            dc->last_batch = n;
         }
-        for (size_t i = 0; i < n; i++) reqs[i]->done = true;
+        for (size_t i = 0; i < n; i++)
+            atomic_store_explicit(&reqs[i]->done, true, memory_order_release);
+        wake_waiters(dc); /* (those sets return now, while later ones still commit) */
     }
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
+/* Whether req is done or the baton is free. */
+static bool commit_wait_over(yyc_diskcache *dc, write_req *req) {
+    return atomic_load_explicit(&req->done, memory_order_acquire) ||
+           !atomic_load_explicit(&dc->committer, memory_order_acquire);
+}
+
+/* Waits until req is done or the baton is free: spins for COMMIT_SPIN_SECONDS, then yields the
+ * processor until COMMIT_YIELD_SECONDS (a commit of small values takes tens of microseconds; a
+ * thread woken from sleep would come back later than that), then sleeps on commit_done. */
+#define COMMIT_SPIN_SECONDS 20e-6
+#define COMMIT_YIELD_SECONDS 500e-6
+static void await_commit(yyc_diskcache *dc, write_req *req) {
+    double start = yyc__monotonic_now();
+    while (!commit_wait_over(dc, req)) {
+        double t = yyc__monotonic_now() - start;
+        if (t < COMMIT_SPIN_SECONDS) {
+            for (int i = 0; i < 32; i++) cpu_relax();
+            continue;
+        }
+        if (t < COMMIT_YIELD_SECONDS) {
+            sched_yield();
+            continue;
+        }
+        lock(&dc->commit_lock);
+        dc->commit_sleepers++;
+        while (!commit_wait_over(dc, req)) {
+            int rc = pthread_cond_wait(&dc->commit_done, &dc->commit_lock);
+            assert(rc == 0);
+            (void)rc;
+        }
+        dc->commit_sleepers--;
+        unlock(&dc->commit_lock);
+    }
+}
+
+/* The committer, before it commits, when other threads are writing too (it waited for another
+ * set's commit, or the last commit took several requests) and only its own request is waiting:
+ * waits up to GATHER_SECONDS for another one. The thread whose set the last commit returned
+ * needs a moment to come back with its next one, and sharing the commit with it saves far more
+ * than that moment. A single writer never waits here (it never waits for another commit, and
+ * its commits take one request each); a writer whose company stopped waits once. */
+#define GATHER_SECONDS 50e-6
+static void gather(yyc_diskcache *dc, write_req *own) {
+    double deadline = yyc__monotonic_now() + GATHER_SECONDS;
+    while (atomic_load_explicit(&dc->incoming, memory_order_acquire) == own && !own->next) {
+        for (int i = 0; i < 32; i++) cpu_relax();
+        if (yyc__monotonic_now() >= deadline) return;
+    }
+}
+
+/* The committer's part: commits every request pushed so far (own among them), gives the baton
+ * back and wakes the sets asleep on commit_done. */
+static void commit_as_committer(yyc_diskcache *dc, write_req *own, bool waited) {
+    if (waited || dc->last_batch >= 2) gather(dc, own);
+    lock_as_caller(dc);
+    commit_incoming_locked(dc);
+    unlock_and_deliver(dc);
+    atomic_store_explicit(&dc->committer, false, memory_order_release);
+    wake_waiters(dc);
 }
 
 /* A set's commit: returns once req is committed (possibly by another set's thread, in a shared
@@ -832,10 +932,16 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
         req->next = head;
     } while (!atomic_compare_exchange_weak_explicit(&dc->incoming, &head, req, memory_order_release,
                                                     memory_order_relaxed));
-    lock_as_caller(dc);
-    if (!req->done) commit_incoming_locked(dc);
-    assert(req->done);
-    unlock_and_deliver(dc);
+    bool waited = false; /* for another set's commit: other threads are writing */
+    while (!atomic_load_explicit(&req->done, memory_order_acquire)) {
+        if (!atomic_exchange_explicit(&dc->committer, true, memory_order_acq_rel)) {
+            commit_as_committer(dc, req, waited); /* (req was pushed before: committed now) */
+            assert(atomic_load_explicit(&req->done, memory_order_relaxed));
+            break;
+        }
+        await_commit(dc, req);
+        waited = true;
+    }
     if (req->w.status != YYC_OK) yyc__error_restore(&req->w.error);
     return req->w.status;
 }

@@ -423,6 +423,136 @@ static void many_writers_all_read_back_their_last_value(void **state) {
     free(dir);
 }
 
+/* ---------------------------------------------------------------- returning early */
+
+/* A set returns as soon as the transaction that holds its write has committed, even while its
+ * committer goes on committing later sets (under the core's lock): it waits for its own commit,
+ * not for that lock. A commit takes at most CHUNK sets per transaction (disk_cache.c), so with
+ * EARLY + 1 sets waiting together, the oldest CHUNK commit first and the last one ("late")
+ * commits in a second transaction. The first transaction's first row write waits until every
+ * other set is asleep again (so that their commit must wake them); the late set's row write
+ * waits until the first transaction's sets have returned: all but the committer's own, which is
+ * busy committing. */
+#define CHUNK 64
+#define EARLY (CHUNK + 1)
+
+static struct {
+    atomic_int gate_armed, gate_entered, first_armed, late_armed;
+    atomic_int ready;          /* threads that recorded their tid */
+    atomic_int returned;       /* early sets that returned */
+    atomic_int seen_from_late; /* early sets the late row write saw returned */
+    pid_t tids[EARLY + 1];
+} R;
+
+typedef struct early_writer {
+    yyc_diskcache *dc;
+    char key[16];
+    int slot;
+    bool early;
+    int status;
+    pthread_t thread;
+} early_writer;
+
+/* Whether the first n writers, except the calling thread, are asleep. */
+static bool others_sleeping(int n) {
+    if (atomic_load(&R.ready) < n) return false;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    for (int i = 0; i < n; i++)
+        if (R.tids[i] != self && !thread_sleeping(R.tids[i])) return false;
+    return true;
+}
+
+static bool all_asleep(int n) {
+    /* (twice in a row: a thread seen asleep is blocked, not just descheduled) */
+    return others_sleeping(n) && (usleep(2000), others_sleeping(n));
+}
+
+static int release_filter(void *ctx, struct sqlite3_stmt *s) {
+    (void)ctx;
+    const char *sql = sqlite3_sql(s);
+    if (!sql || strncmp(sql, "insert or replace into manifest", 31) != 0) return 0;
+    char *x = sqlite3_expanded_sql(s);
+    bool gate = x && strstr(x, "'gate'");
+    bool late = x && strstr(x, "'late'");
+    bool first = x && strstr(x, "'e0'");
+    sqlite3_free(x);
+    if (gate && atomic_exchange(&R.gate_armed, 0)) {
+        atomic_store(&R.gate_entered, 1);
+        if (!WAIT_UNTIL(all_asleep(EARLY + 1), 30.0))
+            fprintf(stderr, "filter: the writers did not all block (continuing)\n");
+    }
+    if (first && atomic_exchange(&R.first_armed, 0) && !WAIT_UNTIL(all_asleep(EARLY + 1), 30.0))
+        fprintf(stderr, "filter: the waiting writers did not all sleep (continuing)\n");
+    if (late && atomic_exchange(&R.late_armed, 0)) {
+        WAIT_UNTIL(atomic_load(&R.returned) >= CHUNK - 1, 10.0);
+        atomic_store(&R.seen_from_late, atomic_load(&R.returned));
+    }
+    return 0;
+}
+
+static void *early_main(void *arg) {
+    early_writer *w = arg;
+    unsigned char v[100];
+    fill(v, sizeof v, (unsigned)w->slot + 1);
+    if (w->slot >= 0) {
+        R.tids[w->slot] = (pid_t)syscall(SYS_gettid);
+        atomic_fetch_add(&R.ready, 1);
+    }
+    w->status = yyc_diskcache_set(w->dc, w->key, v, sizeof v, NULL, 0);
+    if (w->early) atomic_fetch_add(&R.returned, 1);
+    return NULL;
+}
+
+static void a_set_returns_once_its_commit_is_done_while_later_sets_still_commit(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("group-early");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, THRESHOLD, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    memset(&R, 0, sizeof R);
+    atomic_store(&R.gate_armed, 1);
+    atomic_store(&R.first_armed, 1);
+    atomic_store(&R.late_armed, 1);
+    fi_set_step_filter(release_filter, NULL);
+
+    static early_writer ws[EARLY + 2];
+    memset(ws, 0, sizeof ws);
+    early_writer *gate = &ws[EARLY + 1];
+    *gate = (early_writer){.dc = dc, .key = "gate", .slot = -1};
+    assert_int_equal(pthread_create(&gate->thread, NULL, early_main, gate), 0);
+    assert_true(WAIT_UNTIL(atomic_load(&R.gate_entered), 30.0));
+    for (int i = 0; i < EARLY; i++) { /* pushed first: the oldest */
+        ws[i] = (early_writer){.dc = dc, .slot = i, .early = true};
+        snprintf(ws[i].key, sizeof ws[i].key, "e%d", i);
+        assert_int_equal(pthread_create(&ws[i].thread, NULL, early_main, &ws[i]), 0);
+    }
+    assert_true(WAIT_UNTIL(all_asleep(EARLY), 30.0));
+    ws[EARLY] = (early_writer){.dc = dc, .key = "late", .slot = EARLY}; /* pushed last */
+    assert_int_equal(pthread_create(&ws[EARLY].thread, NULL, early_main, &ws[EARLY]), 0);
+    for (int i = 0; i < EARLY + 2; i++) pthread_join(ws[i].thread, NULL);
+    fi_set_step_filter(NULL, NULL);
+
+    for (int i = 0; i < EARLY + 2; i++) assert_int_equal(ws[i].status, YYC_OK);
+    if (atomic_load(&R.late_armed)) fail_msg("the late set's row write was never seen");
+    if (atomic_load(&R.seen_from_late) < CHUNK - 1)
+        fail_msg("only %d of the %d sets of the first transaction returned while the second "
+                 "one was being written: they waited for more than their own commit",
+                 atomic_load(&R.seen_from_late), CHUNK - 1);
+    for (int i = 0; i < EARLY + 2; i++) {
+        void *got = NULL;
+        size_t n = 0;
+        assert_int_equal(yyc_diskcache_get(dc, ws[i].key, &got, &n), YYC_OK);
+        unsigned char v[100];
+        fill(v, sizeof v, (unsigned)ws[i].slot + 1);
+        assert_int_equal(n, sizeof v);
+        assert_memory_equal(got, v, sizeof v);
+        free(got);
+    }
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(sets_that_wait_for_a_commit_share_the_next_one),
@@ -430,6 +560,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_rolled_back_group_commits_its_other_sets_alone),
         cmocka_unit_test(group_committed_sets_keep_their_own_time_to_live_events_and_insertions),
         cmocka_unit_test(many_writers_all_read_back_their_last_value),
+        cmocka_unit_test(a_set_returns_once_its_commit_is_done_while_later_sets_still_commit),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);
