@@ -87,6 +87,10 @@ static inline bool yyc__lock_is_held(const void *m) {
 
 /* Seconds on CLOCK_MONOTONIC. */
 double yyc__monotonic_now(void);
+/* Seconds on CLOCK_MONOTONIC_COARSE where there is one (CLOCK_MONOTONIC elsewhere): a few
+ * milliseconds of resolution (the kernel's tick), a fifth of the cost to read; for bounds that
+ * need no precision, on paths where a clock read is a noticeable part of the work. */
+double yyc__monotonic_coarse_now(void);
 
 /* ---- background worker ----
  *

@@ -386,7 +386,8 @@ void yyc__kv_db_close(yyc_kv *kv);
 /* Every operation starts here: an open connection proceeds, a closed one is reopened. */
 int yyc__kv_db_check(yyc_kv *kv);
 /* Cached statements: prepare_checked after a db_check, prepare does the db_check; prepare2
- * picks sql_crc when the manifest has the checksum columns. */
+ * picks sql_crc when the manifest has the checksum columns. The SQL is a string literal
+ * (yyc__stmt_cache_get_literal); text built at run time goes to yyc__stmt_cache_get. */
 int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 int yyc__kv_prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,

@@ -501,7 +501,7 @@ int yyc__kv_db_check(yyc_kv *kv) {
 
 /* The cached statement for sql; caller has passed db_check. */
 int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out) {
-    int src = yyc__stmt_cache_get(&kv->stmts, sql, out);
+    int src = yyc__stmt_cache_get_literal(&kv->stmts, sql, out);
     if (src != SQLITE_OK) return yyc__kv_sqlite_fail(kv, src, "prepare");
     return YYC_OK;
 }

@@ -102,7 +102,8 @@ int yyc__kv_write_access_times(yyc_kv *kv, size_t max);
 void yyc__kv_access_times_destroy(yyc_kv *kv);
 
 /* The read transaction held across consecutive pure reads (kv_read_hold.c): at most this many
- * reads, and never longer than this (the owner's timer ends an idle one). */
+ * reads, and never longer than this (the owner's timer ends an idle one; the reads measure it
+ * on the coarse clock, so one may find it held up to a clock tick, about 4 ms, longer). */
 #define YYC__KV_READ_HOLD_USES 256
 #define YYC__KV_READ_HOLD_SECONDS 0.005
 /* After a read found another connection's commit, nothing is held for this long (seconds): a

@@ -67,7 +67,7 @@ void yyc__kv_read_hold_detach(yyc_kv *kv) {
 /* Runs a cached "begin;" or "commit;". */
 static int exec_cached(yyc_kv *kv, const char *sql) {
     sqlite3_stmt *s;
-    if (yyc__stmt_cache_get(&kv->stmts, sql, &s) != SQLITE_OK) return SQLITE_ERROR;
+    if (yyc__stmt_cache_get_literal(&kv->stmts, sql, &s) != SQLITE_OK) return SQLITE_ERROR;
     int rc = sqlite3_step(s);
     yyc__stmt_done(s);
     return rc == SQLITE_DONE ? SQLITE_OK : rc;
@@ -75,7 +75,7 @@ static int exec_cached(yyc_kv *kv, const char *sql) {
 
 void yyc__kv_read_begin(yyc_kv *kv) {
     if (!kv->shm || !kv->db) return;
-    double now = yyc__monotonic_now();
+    double now = yyc__monotonic_coarse_now(); /* (the bounds are 5 and 50 ms: a tick is fine) */
     if (kv->read_held) {
         unsigned char now_header[WAL_HEADER_BYTES];
         copy_header(kv, now_header);

@@ -82,3 +82,13 @@ double yyc__monotonic_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+double yyc__monotonic_coarse_now(void) {
+#ifdef CLOCK_MONOTONIC_COARSE
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+#else
+    return yyc__monotonic_now();
+#endif
+}

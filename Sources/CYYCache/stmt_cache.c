@@ -3,11 +3,14 @@
  */
 #include "stmt_cache.h"
 
+#include <assert.h>
+#include <stdint.h>
 #include <string.h>
 
 void yyc__stmt_cache_init(yyc__stmt_cache *c, sqlite3 *db) {
     c->db = db;
     yyc__lru_map_init(&c->map);
+    memset(c->fast, 0, sizeof c->fast);
 }
 
 int yyc__stmt_cache_get(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out) {
@@ -33,6 +36,22 @@ int yyc__stmt_cache_get(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out)
     return SQLITE_OK;
 }
 
+int yyc__stmt_cache_get_literal(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out) {
+    size_t slot = (size_t)(((uintptr_t)sql * UINT64_C(0x9E3779B97F4A7C15)) >> 58);
+    _Static_assert(YYC__STMT_FAST_SLOTS == 64, "the slot is the top 6 bits of the hash");
+    if (c->fast[slot].sql == sql) {
+        *out = c->fast[slot].stmt;
+        assert(strcmp(sqlite3_sql(*out), sql) == 0);
+        return SQLITE_OK;
+    }
+    int rc = yyc__stmt_cache_get(c, sql, out);
+    if (rc == SQLITE_OK) {
+        c->fast[slot].sql = sql;
+        c->fast[slot].stmt = *out;
+    }
+    return rc;
+}
+
 void yyc__stmt_done(sqlite3_stmt *stmt) {
     if (stmt) sqlite3_reset(stmt);
 }
@@ -40,4 +59,5 @@ void yyc__stmt_done(sqlite3_stmt *stmt) {
 void yyc__stmt_cache_clear(yyc__stmt_cache *c) {
     for (yyc__lru_node *n = c->map.head; n; n = n->next) sqlite3_finalize(n->value);
     yyc__lru_map_destroy(&c->map);
+    memset(c->fast, 0, sizeof c->fast);
 }

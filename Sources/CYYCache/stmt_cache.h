@@ -20,9 +20,18 @@
 
 #include "lru_map.h"
 
+#define YYC__STMT_FAST_SLOTS 64
+
 typedef struct yyc__stmt_cache {
     sqlite3 *db;      /* borrowed: the connection the statements belong to */
     yyc__lru_map map; /* SQL text (without NUL) -> sqlite3_stmt*; every value is non-NULL */
+    /* The statements of string literals by the literal's address (yyc__stmt_cache_get_literal:
+     * a hit hashes and compares no text). Invariant: each slot is empty (sql NULL) or holds a
+     * literal whose text is a key of map, with map's statement for it. */
+    struct {
+        const char *sql;
+        sqlite3_stmt *stmt;
+    } fast[YYC__STMT_FAST_SLOTS];
 } yyc__stmt_cache;
 
 /* Makes an empty cache for db. Allocates nothing. */
@@ -32,6 +41,10 @@ void yyc__stmt_cache_init(yyc__stmt_cache *c, sqlite3 *db);
  * Returns: SQLITE_OK (*out set; give it back with yyc__stmt_done), an SQLite error code from
  * sqlite3_prepare_v2 (nothing cached), or SQLITE_NOMEM. */
 int yyc__stmt_cache_get(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out);
+
+/* The same for a string literal (static storage, never changed: its address stands for its
+ * text). Never pass text built at run time: another text could later sit at the same address. */
+int yyc__stmt_cache_get_literal(yyc__stmt_cache *c, const char *sql, sqlite3_stmt **out);
 
 /* Resets the statement, ending any read transaction it holds (bindings stay: the next user
  * rebinds every parameter). NULL is fine. */
