@@ -258,7 +258,10 @@ struct yyc_kv {
 #endif
     int col_key, col_filename; /* column numbers in manifest */
     int col_size;              /* (-1: none found; the totals are then summed at every read) */
+    bool size_keeps_integers;  /* col_size stores a bound integer as one (its declared type has
+                                * INTEGER, NUMERIC or BLOB affinity, not TEXT or REAL) */
     const char *hook_key;      /* the key being saved, while the upsert steps (else NULL) */
+    int64_t hook_size;         /* the size column that upsert writes, while hook_key */
     bool old_row_failed;       /* the hook could not read the replaced row */
     char old_filename[256];    /* the replaced row's file name; "" when none (or not valid) */
     bool replaced_row;         /* the hook saw the key's previous row deleted (a replacement) */

@@ -223,8 +223,30 @@ void yyc__kv_rows_unmark(yyc_kv *kv) { yyc__kv_totals_unmark(kv); }
 
 /* The column numbers of key, filename and size in manifest (any order: the schema check only
  * names them; size -1 when missing). Returns false if key or filename is missing. */
-static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col, int *size_col) {
+/* Whether s contains the upper-case word w, in any case. */
+static bool contains_ci(const char *s, const char *w) {
+    size_t n = strlen(w);
+    for (; *s; s++)
+        if (sqlite3_strnicmp(s, w, (int)n) == 0) return true;
+    return false;
+}
+
+/* Whether a column of declared type decl keeps the integers stored in it as integers: SQLite's
+ * affinity rules (datatype3.html, 3.1), in their order: INTEGER, NUMERIC and BLOB affinity do;
+ * TEXT and REAL affinity do not (REAL: a read returns a real). */
+static bool keeps_integers(const char *decl) {
+    if (!decl || !*decl) return true; /* (BLOB) */
+    if (contains_ci(decl, "INT")) return true;
+    if (contains_ci(decl, "CHAR") || contains_ci(decl, "CLOB") || contains_ci(decl, "TEXT"))
+        return false;
+    if (contains_ci(decl, "BLOB")) return true;
+    return !(contains_ci(decl, "REAL") || contains_ci(decl, "FLOA") || contains_ci(decl, "DOUB"));
+}
+
+static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col, int *size_col,
+                                  bool *size_int) {
     *key_col = *name_col = *size_col = -1;
+    *size_int = false;
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db, "select * from manifest limit 0;", -1, &s, NULL) != SQLITE_OK) {
         sqlite3_finalize(s);
@@ -235,7 +257,10 @@ static bool find_manifest_columns(sqlite3 *db, int *key_col, int *name_col, int 
         if (!name) continue;
         if (!sqlite3_stricmp(name, "key")) *key_col = i;
         if (!sqlite3_stricmp(name, "filename")) *name_col = i;
-        if (!sqlite3_stricmp(name, "size")) *size_col = i;
+        if (!sqlite3_stricmp(name, "size")) {
+            *size_col = i;
+            *size_int = keeps_integers(sqlite3_column_decltype(s, i));
+        }
     }
     sqlite3_finalize(s);
     return *key_col >= 0 && *name_col >= 0;
@@ -432,7 +457,8 @@ static int db_open_once(yyc_kv *kv) {
 #else
     bool lookup_forced = false;
 #endif
-    bool columns = find_manifest_columns(db, &kv->col_key, &kv->col_filename, &kv->col_size);
+    bool columns = find_manifest_columns(db, &kv->col_key, &kv->col_filename, &kv->col_size,
+                                         &kv->size_keeps_integers);
     kv->use_old_row_hook = !lookup_forced && old_row_hook_available() && columns;
     kv->db = db;
     install_row_hooks(kv, db);
@@ -664,9 +690,9 @@ void yyc__kv_close_connection(yyc_kv *kv) { yyc__kv_db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     kv->no_old_row_hook = !on;
-    kv->use_old_row_hook =
-        on && kv->db && old_row_hook_available() &&
-        find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename, &kv->col_size);
+    kv->use_old_row_hook = on && kv->db && old_row_hook_available() &&
+                           find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename,
+                                                 &kv->col_size, &kv->size_keeps_integers);
     return kv->use_old_row_hook;
 }
 #endif /* YYC_TESTING */

@@ -92,7 +92,8 @@ typedef struct lru_row {
 /* --- private prototypes --- */
 
 static int delete_row(yyc_kv *kv, const char *key);
-static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what);
+static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, int64_t size,
+                                 const char *what);
 static int64_t now_seconds(void) { return (int64_t)time(NULL); }
 /* --- open / close / properties --- */
 
@@ -410,8 +411,10 @@ void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db) {
 /* step_done of a statement that replaces or deletes key's row, with hook_key set while it
  * steps: kv->old_filename gets the file name of the row it deleted ("" when none) and
  * kv->old_row_failed tells whether that row could not be read. */
-static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, const char *what) {
+static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, int64_t size,
+                                 const char *what) {
     kv->hook_key = key;
+    kv->hook_size = size;
     kv->old_row_failed = false;
     kv->replaced_row = false;
     kv->old_filename[0] = '\0';
@@ -455,7 +458,7 @@ static int upsert(yyc_kv *kv, const char *key, const char *filename, const void 
         return yyc__kv_sqlite_fail(kv, b, "bind row");
     }
     if (!kv->use_old_row_hook) return yyc__kv_step_done(kv, s, "save row");
-    return step_learning_old_row(kv, s, key, "save row");
+    return step_learning_old_row(kv, s, key, (int64_t)value_len, "save row");
 }
 
 /* The row replaced and the key's previous file deleted, after the commit that makes the row

@@ -77,11 +77,16 @@ void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op) {
     sqlite3_value *v = NULL;
     int64_t d_count = op == SQLITE_INSERT ? 1 : op == SQLITE_DELETE ? -1 : 0, d_cost = 0;
     bool ok = true;
-    if (op == SQLITE_INSERT || op == SQLITE_UPDATE) {
+    /* A size column of TEXT or REAL affinity holds no integer: its rows count 0, as in the sum
+     * (the row being written may still show the integer it was given). */
+    bool sized = kv->size_keeps_integers;
+    if (sized && op == SQLITE_INSERT && kv->hook_key && sqlite3_preupdate_depth(db) == 0) {
+        d_cost = kv->hook_size; /* (our upsert's own row, not a trigger's: its size is known) */
+    } else if (sized && (op == SQLITE_INSERT || op == SQLITE_UPDATE)) {
         ok = sqlite3_preupdate_new(db, kv->col_size, &v) == SQLITE_OK;
         d_cost = cost_of(v);
     }
-    if (ok && (op == SQLITE_DELETE || op == SQLITE_UPDATE)) {
+    if (sized && ok && (op == SQLITE_DELETE || op == SQLITE_UPDATE)) {
         v = NULL;
         ok = sqlite3_preupdate_old(db, kv->col_size, &v) == SQLITE_OK;
         d_cost -= cost_of(v); /* (both in [0, INT64_MAX]: no overflow) */
