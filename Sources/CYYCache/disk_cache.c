@@ -914,14 +914,18 @@ static void gather(yyc_diskcache *dc, write_req *own) {
 }
 
 /* The committer's part: commits every request pushed so far (own among them), gives the baton
- * back and wakes the sets asleep on commit_done. */
+ * back and wakes the sets asleep on commit_done, and only then hands the events to the hook and
+ * the listener: they may set again, which needs the baton. */
 static void commit_as_committer(yyc_diskcache *dc, write_req *own, bool waited) {
     if (waited || dc->last_batch >= 2) gather(dc, own);
     lock_as_caller(dc);
     commit_incoming_locked(dc);
-    unlock_and_deliver(dc);
+    event_batch events;
+    take_events_locked(dc, &events);
+    unlock(&dc->lock);
     atomic_store_explicit(&dc->committer, false, memory_order_release);
     wake_waiters(dc);
+    deliver(&events);
 }
 
 /* A set's commit: returns once req is committed (possibly by another set's thread, in a shared

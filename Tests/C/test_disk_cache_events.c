@@ -148,6 +148,61 @@ static void disk_every_removal_cause_is_reported_once_with_its_key(void **state)
     free(dir);
 }
 
+/* A listener that writes to the cache when its key is replaced (the replacing set is still
+ * returning when it is told). */
+typedef struct writing_listener {
+    yyc_diskcache *dc;
+    atomic_int calls, set_status;
+} writing_listener;
+
+static void set_on_replace(void *ctx, const char *key, yyc_removal_cause cause) {
+    writing_listener *w = ctx;
+    if (cause != YYC_REMOVED_REPLACED || strcmp(key, "k") != 0) return;
+    if (atomic_fetch_add(&w->calls, 1) == 0)
+        atomic_store(&w->set_status, yyc_diskcache_set(w->dc, "from-listener", "L", 1, NULL, 0));
+}
+
+typedef struct set_job {
+    yyc_diskcache *dc;
+    atomic_int status;
+    atomic_bool done;
+} set_job;
+
+static void *replace_k(void *arg) {
+    set_job *j = arg;
+    atomic_store(&j->status, yyc_diskcache_set(j->dc, "k", "2", 1, NULL, 0));
+    atomic_store(&j->done, true);
+    return NULL;
+}
+
+static void disk_a_listener_told_of_a_replace_can_set_again(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("disk-events-set");
+    yyc_diskcache *dc = open_dc(dir);
+    writing_listener w = {.dc = dc};
+    atomic_store(&w.set_status, -1);
+    yyc_diskcache_set_removal_listener(dc, set_on_replace, &w);
+    assert_int_equal(yyc_diskcache_set(dc, "k", "1", 1, NULL, 0), YYC_OK);
+    set_job j = {.dc = dc};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, replace_k, &j), 0);
+    if (!WAIT_UNTIL(atomic_load(&j.done), 30.0))
+        fail_msg("the replacing set did not return: its listener's set waits for it");
+    pthread_join(t, NULL);
+    assert_int_equal(atomic_load(&j.status), YYC_OK);
+    assert_int_equal(atomic_load(&w.calls), 1);
+    assert_int_equal(atomic_load(&w.set_status), YYC_OK);
+    void *v = NULL;
+    size_t n = 0;
+    assert_int_equal(yyc_diskcache_get(dc, "from-listener", &v, &n), YYC_OK);
+    assert_int_equal(n, 1);
+    free(v);
+    yyc_diskcache_set_removal_listener(dc, NULL, NULL);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void disk_statistics_count_hits_misses_and_insertions_per_core(void **state) {
     (void)state;
     char *dir = test_temp_dir("devents");
@@ -255,6 +310,7 @@ static void disk_removal_events_are_exactly_once_under_eight_threads(void **stat
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(disk_every_removal_cause_is_reported_once_with_its_key),
+    cmocka_unit_test(disk_a_listener_told_of_a_replace_can_set_again),
     cmocka_unit_test(disk_statistics_count_hits_misses_and_insertions_per_core),
     cmocka_unit_test(disk_removal_events_are_exactly_once_under_eight_threads),
 };
