@@ -22,7 +22,10 @@
  * fork(): pthread_atfork handlers take every queue's lock around the fork, so no lock is held in
  * the child; the child starts with empty queues and no thread (a new one starts at the child's
  * first job or timer). The parent's queued jobs and live timers stay the parent's: the child
- * never runs them (they are kept in parent_jobs / parent_timers so they stay reachable).
+ * never runs them (they are kept in parent_jobs / parent_timers so they stay reachable). A
+ * queue's thread frees its jobs and timers under the queue's lock, so a fork never lands inside
+ * one of its allocator calls (an allocator without fork handlers, as AddressSanitizer's, would
+ * leave the child's first malloc waiting forever).
  *
  * Invariants (each queue's fields under its lock):
  *   - `head`..`tail` is the FIFO of queued jobs (tail->next == NULL; both NULL when empty).
@@ -197,8 +200,8 @@ static void *worker_main(void *arg) {
             q->running_owner = j->owner;
             unlock(q);
             j->fn(j->arg);
-            free(j);
             lock(q);
+            free(j); /* (under the lock: see fork() above) */
             q->job_running = false;
             q->running_owner = NULL;
             pthread_cond_broadcast(&q->done);
