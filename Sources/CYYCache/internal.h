@@ -124,8 +124,9 @@ int yyc__worker_async(yyc__queue queue, const void *owner, yyc__job_fn fn, void 
 void yyc__worker_drain(const void *owner);
 
 #ifdef YYC_TESTING
-/* Testing: waits until the queue has run every job queued so far, whatever its owner, and none
- * runs (jobs queued meanwhile are waited for too). Not from that queue's own thread. */
+/* Testing: waits until the queue has run every job queued so far, whatever its owner, and no
+ * job or timer callback runs (jobs queued meanwhile are waited for too; a timer that fires
+ * later is not). Not from that queue's own thread. */
 void yyc__worker_wait_idle(yyc__queue queue);
 #endif
 

@@ -72,6 +72,7 @@ struct queue {
     job *head, *tail;
     yyc__timer *timers;
     bool job_running;
+    bool timer_firing; /* a timer's fire() runs on the queue's thread */
     const void *running_owner;
     bool started;
     job *parent_jobs;          /* fork child: the parent's queued jobs, never run here */
@@ -144,7 +145,7 @@ static void fork_child(void) {
             t = next;
         }
         q->timers = NULL;
-        q->job_running = false;
+        q->job_running = q->timer_firing = false;
         q->running_owner = NULL;
         q->started = false;
         init_conds(q); /* a waiter of the parent's may have left them mid-wait */
@@ -209,11 +210,11 @@ static void *worker_main(void *arg) {
         }
         yyc__timer *t = earliest_timer_locked(q);
         if (t && t->deadline <= yyc__monotonic_now()) {
-            t->firing = true;
+            t->firing = q->timer_firing = true;
             unlock(q);
             t->fire(t->arg);
             lock(q);
-            t->firing = false;
+            t->firing = q->timer_firing = false;
             if (t->cancelled) free(t);
             else t->deadline = deadline_after(t->interval);
             pthread_cond_broadcast(&q->done);
@@ -320,7 +321,7 @@ void yyc__worker_wait_idle(yyc__queue which) {
     queue *q = queue_of(which);
     assert(current_queue != q); /* its own job would wait for itself */
     lock(q);
-    while (q->head || q->job_running) pthread_cond_wait(&q->done, &q->lock);
+    while (q->head || q->job_running || q->timer_firing) pthread_cond_wait(&q->done, &q->lock);
     unlock(q);
 }
 #endif
