@@ -337,6 +337,14 @@ static void without_variables_the_kernel_psi_file_is_watched(void **state) {
  * starts its own watcher on its own source. The parent's watcher keeps working. */
 static void a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_caches(void **state) {
     (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    /* Not under ASan: there the child, which starts threads of its own (its watcher, a worker),
+     * saw no event within 30 s in 2 of 5 clean-clone runs on 2026-12-01 (one on a loaded
+     * machine), also with every worker queue idle at the fork; gcc 12's ASan runtime is not
+     * fork-safe for a child that starts threads (see test_fork.c). The plain and TSan runs keep
+     * this case. */
+    skip();
+#endif
     fifo_source f;
     fifo_source_open(&f, "mp-fork");
     yyc_memcache *parent_cache = filled_cache(6);
