@@ -80,7 +80,14 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
             // The auto-trim evicts these by age, on the worker; they wait for this thread.
             for i in 60..<70 { cache.setValue(value(), forKey: i) }
             cache.ageLimit = 0
-            _ = eventually { cache.totalCount == 0 }
+            // Until every live value is handed back: the worker takes entries out first and
+            // hands their values back after, so an empty cache alone can come a moment early.
+            // (Up to a minute: the worker is shared with the tests that run meanwhile, and
+            // under TSan on a loaded machine it once took more than the default 10 s.)
+            _ = eventually(timeout: .seconds(60)) {
+                cache.totalCount == 0
+                    && drops.made - log.count == cache.events.handedBack.withLock { $0.count }
+            }
             drops.evictedByTheWorkerAndKept = drops.made - log.count
             _ = cache.value(forKey: 0)  // takes them back and releases them here
             drops.allReleasedAfterTheNextCall = log.count == drops.made
