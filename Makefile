@@ -394,7 +394,7 @@ FUZZ_LDFLAGS ?= $(if $(wildcard $(dir $(FUZZ_CC))ld.lld),-fuse-ld=lld)
 FUZZ_LIBS ?= -lsqlite3 -lmd -lbsd -lpthread -lm
 FUZZ_ENV = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-FUZZ_LIB_OBJS = $(patsubst Sources/CYYCache/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(wildcard Sources/CYYCache/*.c))
+FUZZ_LIB_OBJS = $(patsubst Sources/CYYCache/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(wildcard Sources/CYYCache/*/*.c))
 FUZZ_BINS = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/fuzz_%)
 fuzz_selected = $(if $(filter all,$(FUZZ_TARGET)),$(FUZZ_TARGETS),$(FUZZ_TARGET))
 
@@ -406,7 +406,7 @@ $(FUZZ_DIR)/obj/fuzz_%.o: Tests/fuzz/fuzz_%.c
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link $(FUZZ_CPPFLAGS) -MMD -MP -c $< -o $@
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/fuzz_%.o $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_SANITIZE) -fsanitize=fuzzer $(FUZZ_LDFLAGS) $^ -o $@ $(FUZZ_LIBS)
--include $(wildcard $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/obj/lib/*.d)
+-include $(wildcard $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/obj/lib/*/*.d)
 # Kept between builds (make would delete them as intermediate files).
 .SECONDARY: $(FUZZ_LIB_OBJS) $(FUZZ_TARGETS:%=$(FUZZ_DIR)/obj/fuzz_%.o)
 

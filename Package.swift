@@ -19,6 +19,8 @@ let package = Package(
             sources: ["Sources/CYYCache"],
             publicHeadersPath: "include",
             cSettings: [
+                // Private headers are included by subsystem: "kv/kv_private.h".
+                .headerSearchPath("Sources/CYYCache"),
                 .define("_GNU_SOURCE"),
                 .define("YYC_BUILDING"),
                 // Release builds drop the core's debug-only checks (asserts, error-checking mutex).

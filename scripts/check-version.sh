@@ -4,7 +4,7 @@
 #   scripts/check-version.sh [<cmake-build-dir>]
 #
 # The version lives in CMakeLists.txt's project(VERSION). The others must agree with it:
-#   Sources/CYYCache/status.c         the YYC_VERSION_STRING fallback (SwiftPM builds without it)
+#   Sources/CYYCache/platform/status.c         the YYC_VERSION_STRING fallback (SwiftPM builds without it)
 #   Sources/YYCache/PackageVersion.swift  PackageVersion.string
 #   CHANGELOG.md                      the newest release heading, "## [X.Y.Z] - date"
 #   Sources/yycache-cli/yycache.1     the manual page's .TH source "YYCache X.Y.Z" and its
@@ -33,8 +33,8 @@ check() { # check <what> <found> <expected>
     fi
 }
 
-check "Sources/CYYCache/status.c (YYC_VERSION_STRING fallback)" \
-    "$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/status.c)" "$v"
+check "Sources/CYYCache/platform/status.c (YYC_VERSION_STRING fallback)" \
+    "$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/platform/status.c)" "$v"
 swift_version=$(sed -n 's/^ *public static let string = "\(.*\)"/\1/p' \
     Sources/YYCache/PackageVersion.swift)
 check "Sources/YYCache/PackageVersion.swift (PackageVersion.string)" "$swift_version" "$v"

@@ -23,7 +23,7 @@
 
 #include "reliability_support.h"
 
-#include "kv_private.h" /* yyc__kv_testing_* (test builds) */
+#include "kv/kv_private.h" /* yyc__kv_testing_* (test builds) */
 
 #include <math.h>
 

@@ -5,8 +5,8 @@
  */
 #include "test_kv_support.h"
 
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <signal.h>
 #include <sys/wait.h>

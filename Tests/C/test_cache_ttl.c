@@ -6,7 +6,7 @@
  */
 #include "test_kv_support.h"
 
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <math.h>
 

@@ -6,8 +6,8 @@
  */
 #include "test_kv_support.h"
 
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -7,7 +7,7 @@
 
 #include <pthread.h>
 
-#include "crc32c.h"
+#include "platform/crc32c.h"
 
 #define REF_POLY 0x82F63B78u
 

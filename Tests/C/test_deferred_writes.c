@@ -9,7 +9,7 @@
  */
 #include "test_kv_support.h"
 
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <math.h>
 #include <stdatomic.h>

@@ -7,7 +7,7 @@
  */
 #include "test_kv_support.h"
 
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -10,14 +10,14 @@
  */
 #include "test_kv_support.h"
 
-#include "internal.h" /* yyc__worker_async: run an open on the library's worker thread */
+#include "platform/internal.h" /* yyc__worker_async: run an open on the library's worker thread */
 
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 
-/* Test hooks of disk_cache.c (YYC_TESTING). */
+/* Test hooks of disk_cache_registry.c (YYC_TESTING). */
 void yyc__diskcache_set_test_hook(void (*fn)(void *ctx, const char *path, bool closing), void *ctx);
 long yyc__diskcache_registry_waiters(const char *canonical_path);
 int yyc__diskcache_registry_size(void);

@@ -44,8 +44,8 @@
 #include "test_kv_support.h"
 
 #include "fault_inject.h"
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <float.h>
 

@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <sys/wait.h>
 
-#include "internal.h" /* yyc__worker_async: block and hammer the queues directly */
+#include "platform/internal.h" /* yyc__worker_async: block and hammer the queues directly */
 
 #include "tsan_fork_children.h"
 

@@ -18,7 +18,7 @@
 #include "test_kv_support.h"
 
 #include "fault_inject.h"
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -427,8 +427,8 @@ static void many_writers_all_read_back_their_last_value(void **state) {
 
 /* A set returns as soon as the transaction that holds its write has committed, even while its
  * committer goes on committing later sets (under the core's lock): it waits for its own commit,
- * not for that lock. A commit takes at most CHUNK sets per transaction (disk_cache.c), so with
- * EARLY + 1 sets waiting together, the oldest CHUNK commit first and the last one ("late")
+ * not for that lock. A commit takes at most CHUNK sets per transaction (disk_cache_commits.c), so
+ * with EARLY + 1 sets waiting together, the oldest CHUNK commit first and the last one ("late")
  * commits in a second transaction. The first transaction's first row write waits until every
  * other set is asleep again (so that their commit must wake them); the late set's row write
  * waits until the first transaction's sets have returned: all but the committer's own, which is

@@ -12,7 +12,7 @@
 #include "reliability_support.h"
 #include "test_kv_support.h"
 
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <pthread.h>
 #include <signal.h>

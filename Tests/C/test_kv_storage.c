@@ -4,10 +4,10 @@
  */
 #include "test_kv_support.h"
 
-#include "crc32c.h"
-#include "fs_util.h"
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/crc32c.h"
+#include "platform/fs_util.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <dlfcn.h>
 #include <limits.h>

@@ -4,7 +4,7 @@
  */
 #include "test_support.h"
 
-#include "lru_map.h"
+#include "memory/lru_map.h"
 
 #define CHECKED(m) assert_true(yyc__lru_map_check(m))
 

@@ -4,7 +4,7 @@
  * Background work is awaited with WAIT_UNTIL (a deadline), never with a fixed sleep.
  */
 #include "policy_support.h"
-#include "internal.h" /* yyc__worker_drain: wait for the queued cost trim */
+#include "platform/internal.h" /* yyc__worker_drain: wait for the queued cost trim */
 
 #include <float.h>
 #include <math.h>

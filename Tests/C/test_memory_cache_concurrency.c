@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "internal.h" /* yyc__worker_async, to wait for the background worker */
+#include "platform/internal.h" /* yyc__worker_async, to wait for the background worker */
 
 bool yyc__memcache_check(yyc_memcache *c); /* test hook (memory_cache.c, YYC_TESTING) */
 

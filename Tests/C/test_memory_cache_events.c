@@ -6,7 +6,7 @@
  */
 #include "policy_support.h"
 
-#include "internal.h" /* yyc__worker_wait_idle, yyc__worker_is_current (test builds) */
+#include "platform/internal.h" /* yyc__worker_wait_idle, yyc__worker_is_current (test builds) */
 
 #include <math.h>
 #include <pthread.h>

@@ -13,8 +13,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "internal.h"
-#include "memory_pressure.h"
+#include "platform/internal.h"
+#include "memory/memory_pressure.h"
 
 #include "tsan_fork_children.h"
 

@@ -10,8 +10,8 @@
 #include <math.h>
 #include "policy_models.h"
 
-#include "lru_map.h"
-#include "s3fifo_ghost.h"
+#include "memory/lru_map.h"
+#include "memory/s3fifo_ghost.h"
 
 bool yyc__memcache_check(yyc_memcache *c);
 

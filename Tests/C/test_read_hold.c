@@ -5,7 +5,7 @@
  */
 #include "test_kv_support.h"
 
-#include "internal.h"
+#include "platform/internal.h"
 
 #include <signal.h>
 #include <sys/wait.h>

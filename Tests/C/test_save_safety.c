@@ -12,9 +12,9 @@
 #include "reliability_support.h"
 #include "test_kv_support.h"
 
-#include "fs_util.h"
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/fs_util.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <sched.h>
 #include <sys/mount.h>

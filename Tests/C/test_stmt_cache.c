@@ -4,7 +4,7 @@
  */
 #include "test_support.h"
 
-#include "stmt_cache.h"
+#include "kv/stmt_cache.h"
 
 /* Static text that never changes: literals as far as the cache is concerned. More of them
  * than the fast path has slots, so that several share a slot. */

@@ -7,8 +7,8 @@
  */
 #include "test_kv_support.h"
 
-#include "internal.h"
-#include "kv_private.h"
+#include "platform/internal.h"
+#include "kv/kv_private.h"
 #include "tsan_fork_children.h"
 
 #include <signal.h>

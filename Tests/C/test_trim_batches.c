@@ -1,18 +1,19 @@
 /*
  * test_trim_batches.c - the disk cache's cost, count and age trims run in short batches and
- * release the core's mutex between them (disk_cache.c trim_in_batches_locked): another
+ * release the core's mutex between them (disk_cache_trims.c, trim_in_batches_locked): another
  * thread's get and set complete in the middle of a long trim; a removal by another call between
  * two batches is reported once with its own cause while the trim's evictions keep theirs; a
  * close between two batches ends the trim with YYC_ECLOSED.
  */
 #include "test_kv_support.h"
 
-#include "internal.h"
+#include "platform/internal.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
 
-/* Testing (disk_cache.c): a function run between two batches of every trim, no lock held. */
+/* Testing (disk_cache_registry.c): a function run between two batches of every trim, no lock held.
+ */
 void yyc__diskcache_set_trim_batch_hook(yyc_diskcache *dc, void (*fn)(void *ctx), void *ctx);
 
 enum { N = 500, KEEP = 10 };

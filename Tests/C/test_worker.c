@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "internal.h"
+#include "platform/internal.h"
 
 static atomic_int counter;
 static atomic_bool ran_on_worker;

@@ -24,7 +24,7 @@
 
 #include <yycache/yycache.h>
 
-#include "kv_private.h"
+#include "kv/kv_private.h"
 
 #include <sys/stat.h>
 

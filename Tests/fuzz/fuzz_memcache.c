@@ -39,7 +39,7 @@
  */
 #include <yycache/yycache.h>
 
-#include "internal.h" /* yyc__worker_drain */
+#include "platform/internal.h" /* yyc__worker_drain */
 
 #include <float.h>
 #include <math.h>

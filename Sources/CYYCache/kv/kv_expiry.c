@@ -1,0 +1,212 @@
+/*
+ * kv_expiry.c - the manifest's expiry column (ours; YYKVStorage neither reads nor writes it).
+ *
+ * Each row may carry an expiry, in unix milliseconds on the wall clock (CLOCK_REALTIME: it is
+ * stored in the file and must mean the same after a reopen and in another process), in the
+ * column EXPIRY_COLUMN. NULL - every row YYKVStorage writes, and every save without a time to
+ * live - never expires. A row is expired when now >= its expiry. A partial index on the column
+ * (only rows that expire) makes listing the expired rows one index range, whatever the number
+ * of rows that never expire.
+ *
+ * The row statements of the checksum variants (kv_internal.h, the _CRC ones) do the rest in
+ * SQL, so that a read costs no extra statement: saves write yyc_save_expiry() (this file's
+ * save_with_expiry sets it for one save), and the item, value and exists reads skip rows that
+ * are not LIVE_ROW. This file adds what the disk cache needs beyond that: the expiry of one
+ * row, the removal of one expired row (the read that finds it expired removes it) and of every
+ * expired row (every trim).
+ *
+ * Thread safety: none, as for yyc_kv (the caller serialises access); the test clock is atomic.
+ */
+#include "kv/kv_internal.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <time.h>
+
+static int64_t real_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+#ifdef YYC_TESTING
+static _Atomic int64_t test_clock_offset_ms;
+static _Atomic int64_t test_clock_frozen_ms; /* 0: the real clock runs */
+
+void yyc__kv_testing_advance_clock(int64_t ms) { atomic_fetch_add(&test_clock_offset_ms, ms); }
+
+void yyc__kv_testing_freeze_clock(bool frozen) {
+    atomic_store(&test_clock_frozen_ms, frozen ? real_now_ms() : 0);
+}
+#endif
+
+int64_t yyc__kv_now_ms(void) {
+#ifdef YYC_TESTING
+    int64_t frozen = atomic_load(&test_clock_frozen_ms);
+    return (frozen ? frozen : real_now_ms()) + atomic_load(&test_clock_offset_ms);
+#else
+    return real_now_ms();
+#endif
+}
+
+int64_t yyc__kv_expiry_from_ttl(double ttl_seconds) {
+    if (!(ttl_seconds < INFINITY)) return 0; /* INFINITY (and NaN, refused by the callers) */
+    if (ttl_seconds < 0) ttl_seconds = 0;
+    int64_t now = yyc__kv_now_ms();
+    double ms = ceil(ttl_seconds * 1000.0);        /* a time to live is never shortened */
+    if (ms >= (double)(INT64_MAX - now)) return 0; /* beyond any clock: never */
+    int64_t expiry = now + (int64_t)ms;
+    return expiry > 0 ? expiry : 1; /* (0 means none) */
+}
+
+/* --- SQL functions of the manifest connection --- */
+
+static void now_ms_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    sqlite3_result_int64(ctx, yyc__kv_now_ms());
+}
+
+static void save_expiry_fn(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    (void)argv;
+    const yyc_kv *kv = sqlite3_user_data(ctx);
+    if (kv->save_expiry_ms) sqlite3_result_int64(ctx, kv->save_expiry_ms);
+    else sqlite3_result_null(ctx);
+}
+
+int yyc__kv_expiry_register_functions(yyc_kv *kv, sqlite3 *db) {
+    int rc = sqlite3_create_function_v2(db, "yyc_now_ms", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                        now_ms_fn, NULL, NULL, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_create_function_v2(db, "yyc_save_expiry", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                        kv, save_expiry_fn, NULL, NULL, NULL);
+    return rc;
+}
+
+bool yyc__kv_expiry_ensure_column(sqlite3 *db) {
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db, SQL_EXPIRY_CHECK, -1, &s, NULL);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_OK && sqlite3_exec(db, SQL_EXPIRY_ADD, NULL, NULL, NULL) != SQLITE_OK) {
+        s = NULL; /* another process may have added it meanwhile */
+        rc = sqlite3_prepare_v2(db, SQL_EXPIRY_CHECK, -1, &s, NULL);
+        sqlite3_finalize(s);
+        if (rc != SQLITE_OK) return false;
+    }
+    /* Idempotent; another process creating it at the same time is fine too. */
+    return sqlite3_exec(db, SQL_EXPIRY_INDEX, NULL, NULL, NULL) == SQLITE_OK;
+}
+
+/* --- saves --- */
+
+int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, size_t value_len,
+                             const char *filename, const void *extended, size_t extended_len,
+                             int64_t expiry_ms) {
+    if (YYC__MISUSE(kv == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "storage is NULL");
+    if (expiry_ms == 0)
+        return yyc_kv_save(kv, key, value, value_len, filename, extended, extended_len);
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK) return rc;
+    if (!kv->has_crc) /* a save would leave the row without its expiry: never expiring */
+        return yyc__kv_report(kv, true, YYC_EIO, 0, 0, "manifest has no expiry column");
+    kv->save_expiry_ms = expiry_ms;
+    rc = yyc_kv_save(kv, key, value, value_len, filename, extended, extended_len);
+    kv->save_expiry_ms = 0;
+    return rc;
+}
+
+/* --- one row --- */
+
+#define SQL_EXPIRY_OF "select " EXPIRY_COLUMN " from manifest where key = ?1;"
+
+int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms) {
+    *expiry_ms = 0;
+    if (!key || !*key) return YYC_NOTFOUND;
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK) return rc;
+    if (!kv->has_crc) return yyc_kv_exists(kv, key); /* no column: nothing expires */
+    sqlite3_stmt *s;
+    rc = yyc__kv_prepare_checked(kv, SQL_EXPIRY_OF, &s);
+    if (rc != YYC_OK) return rc;
+    yyc__kv_bind_key(s, 1, key);
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
+        int64_t v = sqlite3_column_int64(s, 0);
+        *expiry_ms = v > 0 ? v : 1; /* (a hostile 0 or negative expiry: long past) */
+    }
+    yyc__stmt_done(s);
+    if (src == SQLITE_ROW) return YYC_OK;
+    if (src == SQLITE_DONE) return YYC_NOTFOUND;
+    return yyc__kv_sqlite_fail(kv, src, "read expiry");
+}
+
+#define SQL_ROWS_KEY_EXPIRED                                                       \
+    "select rowid, filename, size from manifest where key = ?1 and " EXPIRY_COLUMN \
+    " <= yyc_now_ms();"
+
+static int select_key_expired(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    *adhoc = false;
+    int rc = yyc__kv_prepare_checked(kv, SQL_ROWS_KEY_EXPIRED, s);
+    if (rc == YYC_OK) yyc__kv_bind_key(*s, 1, arg);
+    return rc;
+}
+
+int yyc__kv_remove_if_expired(yyc_kv *kv, const char *key, bool *removed) {
+    *removed = false;
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK || !kv->has_crc || !key || !*key) return rc;
+    /* The delete decides, inside its transaction: a save of the key by another process since
+     * the caller's read (a new row, a new expiry) is not removed. */
+    int64_t n = 0;
+    rc = yyc__kv_delete_selected(kv, select_key_expired, key, SIZE_MAX, &n);
+    *removed = n > 0;
+    return rc;
+}
+
+bool yyc__kv_take_read_found_expired(yyc_kv *kv) {
+    bool found = kv->read_found_expired;
+    kv->read_found_expired = false;
+    return found;
+}
+
+/* --- every expired row --- */
+
+#define SQL_ROWS_EXPIRED                                              \
+    "select rowid, filename, size from manifest where " EXPIRY_COLUMN \
+    " <= ?1 order by " EXPIRY_COLUMN ";"
+/* Rows per transaction (like the other trims' WHERE_BATCH). */
+#define EXPIRED_BATCH 256
+
+static int select_expired(yyc_kv *kv, const void *arg, sqlite3_stmt **s, bool *adhoc) {
+    *adhoc = false;
+    int rc = yyc__kv_prepare_checked(kv, SQL_ROWS_EXPIRED, s);
+    if (rc == YYC_OK) sqlite3_bind_int64(*s, 1, *(const int64_t *)arg);
+    return rc;
+}
+
+int yyc__kv_remove_expired(yyc_kv *kv, int64_t *removed) {
+    if (removed) *removed = 0;
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK || !kv->has_crc) return rc;
+    int64_t now = yyc__kv_now_ms(), n = 0;
+    rc = yyc__kv_delete_selected(kv, select_expired, &now, EXPIRED_BATCH, &n);
+    if (n > 0) yyc__kv_checkpoint(kv);
+    if (removed) *removed = n;
+    return rc;
+}
+
+#define SQL_COUNT_EXPIRED "select count(*) from manifest where " EXPIRY_COLUMN " <= yyc_now_ms();"
+
+int yyc__kv_count_expired(yyc_kv *kv, int64_t *out) {
+    *out = 0;
+    int rc = yyc__kv_db_check(kv);
+    if (rc != YYC_OK || !kv->has_crc) return rc;
+    sqlite3_stmt *s;
+    rc = yyc__kv_prepare_checked(kv, SQL_COUNT_EXPIRED, &s);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW) *out = sqlite3_column_int64(s, 0);
+    yyc__stmt_done(s);
+    return src == SQLITE_ROW ? YYC_OK : yyc__kv_sqlite_fail(kv, src, "count expired");
+}

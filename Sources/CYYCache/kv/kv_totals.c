@@ -1,0 +1,226 @@
+/*
+ * kv_totals.c - the manifest's count and total cost in O(1), carried by this connection.
+ *
+ * The totals are summed once (one scan, at the first read after the connection opened) and
+ * then moved by every row change this connection makes, whatever statement makes it (a save, a
+ * removal, a trim, a deferred batch, an expired row): SQLite's preupdate hook reports each row
+ * inserted, deleted or updated with its size, and the commit and rollback hooks keep only the
+ * changes of the transactions that committed. Nothing is written for them: a set costs what it
+ * cost before (a table kept by triggers would add a page to every commit: 19-22 % slower small
+ * writes, measured).
+ *
+ * Other connections (other processes, YYKVStorage, the CLI, a second yyc_kv) change the
+ * manifest without our hooks. SQLite's data version of the file (SQLITE_FCNTL_DATA_VERSION)
+ * moves by one at each commit of this connection and again whenever a transaction of this
+ * connection begins after another connection's commit. So the carried totals are used only
+ * when the version moved by exactly this connection's commits since they were right;
+ * otherwise they are summed again, inside the transaction that reads them. A total is thus
+ * never older than the transaction it is read in, and costs a scan only after another
+ * connection wrote (once per such write, not once per read).
+ *
+ * What can make the carried changes unsure makes them unknown (summed again at the next read):
+ * a statement that failed inside a transaction (it may have undone its own changes, which no
+ * hook reports; a savepoint's ROLLBACK TO is followed exactly, see yyc__kv_rows_rewind), a size
+ * that could not be read, a total that would pass INT64_MAX (the sum saturates there, as
+ * yyc_cost_total does: such totals are summed at every read). A row's cost is its size when
+ * that is a positive integer, else 0 (yyc_cost_total's rule).
+ *
+ * Without the preupdate hook (an SQLite built without it) or a size column, every read sums.
+ * Owner: the caller's thread, like the rest of yyc_kv (kv_internal.h).
+ */
+#include "kv/kv_internal.h"
+
+#include <string.h>
+
+#define SQL_TOTALS_SCAN "select count(*), yyc_cost_total(size) from manifest;"
+/* A deferred BEGIN takes its snapshot at the first read: this is one. */
+#define SQL_TOTALS_PROBE "select 1 from manifest limit 1;"
+
+/* The cost of a size value (yyc_cost_total's rule). */
+static int64_t cost_of(sqlite3_value *v) {
+    if (!v || sqlite3_value_type(v) != SQLITE_INTEGER) return 0;
+    int64_t x = sqlite3_value_int64(v);
+    return x > 0 ? x : 0;
+}
+
+/* *acc += d; false (and *acc unchanged) on overflow. */
+static bool add_to(int64_t *acc, int64_t d) {
+    int64_t r;
+    if (__builtin_add_overflow(*acc, d, &r)) return false;
+    *acc = r;
+    return true;
+}
+
+/* A commit seen and no rollback since, once the next change or read comes: it succeeded (a
+ * commit that fails is rolled back, which runs the rollback hook first). Its changes join the
+ * committed ones. */
+static void settle(yyc__kv_totals *t) {
+    if (!t->commit_seen) return;
+    t->commit_seen = false;
+    t->commits++;
+    if (t->txn_lost || !add_to(&t->done_count, t->txn_count) || !add_to(&t->done_cost, t->txn_cost))
+        t->done_lost = true;
+    t->txn_count = t->txn_cost = 0;
+    t->txn_lost = false;
+    t->mark_set = false;
+}
+
+void yyc__kv_totals_reset(yyc_kv *kv, bool on) {
+    uint64_t scans = kv->totals.scans;
+    kv->totals = (yyc__kv_totals){.on = on, .scans = scans};
+}
+
+void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op) {
+    yyc__kv_totals *t = &kv->totals;
+    if (!t->on) return;
+    settle(t); /* (a change after a commit: a new transaction) */
+    sqlite3_value *v = NULL;
+    int64_t d_count = op == SQLITE_INSERT ? 1 : op == SQLITE_DELETE ? -1 : 0, d_cost = 0;
+    bool ok = true;
+    /* A size column of TEXT or REAL affinity holds no integer: its rows count 0, as in the sum
+     * (the row being written may still show the integer it was given). */
+    bool sized = kv->size_keeps_integers;
+    if (sized && op == SQLITE_INSERT && kv->hook_key && sqlite3_preupdate_depth(db) == 0) {
+        d_cost = kv->hook_size; /* (our upsert's own row, not a trigger's: its size is known) */
+    } else if (sized && (op == SQLITE_INSERT || op == SQLITE_UPDATE)) {
+        ok = sqlite3_preupdate_new(db, kv->col_size, &v) == SQLITE_OK;
+        d_cost = cost_of(v);
+    }
+    if (sized && ok && (op == SQLITE_DELETE || op == SQLITE_UPDATE)) {
+        v = NULL;
+        ok = sqlite3_preupdate_old(db, kv->col_size, &v) == SQLITE_OK;
+        d_cost -= cost_of(v); /* (both in [0, INT64_MAX]: no overflow) */
+    }
+    if (!ok || !add_to(&t->txn_count, d_count) || !add_to(&t->txn_cost, d_cost)) t->txn_lost = true;
+}
+
+void yyc__kv_totals_committing(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    if (!t->on) return;
+    /* A commit still unsettled here was followed by a transaction without a row change (its
+     * first change would have settled it): it succeeded, and the changes so far are all its. */
+    settle(t);
+    t->commit_seen = true;
+}
+
+void yyc__kv_totals_rolled_back(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    t->commit_seen = false;
+    t->txn_count = t->txn_cost = 0;
+    t->txn_lost = false;
+    t->mark_set = false;
+}
+
+void yyc__kv_totals_statement_failed(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    /* (An autocommit statement whose error SQLite answers with a statement rollback commits
+     * the rest: commit_seen is then its own commit, and its changes are unsure too.) */
+    t->txn_lost = true;
+}
+
+void yyc__kv_totals_mark(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    settle(t);
+    t->mark_set = true;
+    t->mark_count = t->txn_count;
+    t->mark_cost = t->txn_cost;
+    t->mark_lost = t->txn_lost;
+}
+
+void yyc__kv_totals_rewind(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    if (!t->mark_set) {
+        t->txn_lost = true; /* (no mark to go back to: unsure) */
+        return;
+    }
+    t->txn_count = t->mark_count;
+    t->txn_cost = t->mark_cost;
+    t->txn_lost = t->mark_lost;
+}
+
+void yyc__kv_totals_unmark(yyc_kv *kv) { kv->totals.mark_set = false; }
+
+/* Sums the manifest: *count, *cost (saturated). Returns YYC_OK or a reported error. */
+static int scan(yyc_kv *kv, int64_t *count, int64_t *cost) {
+    sqlite3_stmt *s;
+    int rc = yyc__kv_prepare_checked(kv, SQL_TOTALS_SCAN, &s);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_step(s);
+    if (src == SQLITE_ROW) {
+        *count = sqlite3_column_int64(s, 0);
+        *cost = sqlite3_column_int64(s, 1);
+    }
+    yyc__stmt_done(s);
+    kv->totals.scans++;
+    return src == SQLITE_ROW ? YYC_OK : yyc__kv_sqlite_fail(kv, src, "sum the manifest");
+}
+
+/* The open transaction's own changes on top of a committed total, clamped to [0, INT64_MAX]. */
+static int64_t with_txn(int64_t committed, int64_t txn) {
+    int64_t r;
+    if (__builtin_add_overflow(committed, txn, &r)) return txn > 0 ? INT64_MAX : 0;
+    return r < 0 ? 0 : r;
+}
+
+/* The invariants of struct yyc__kv_totals (kv_internal.h). */
+static inline bool totals_ok(const yyc__kv_totals *t) { /* (asserts only) */
+    return (!t->known || (t->count >= 0 && t->cost >= 0 && t->cost < INT64_MAX)) &&
+           (t->on || (!t->known && t->commits == 0));
+}
+
+int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost) {
+    assert(kv->db && !sqlite3_get_autocommit(kv->db));
+    *count = *cost = 0;
+    yyc__kv_totals *t = &kv->totals;
+    assert(totals_ok(t));
+    sqlite3_stmt *p;
+    int rc = yyc__kv_prepare_checked(kv, SQL_TOTALS_PROBE, &p);
+    if (rc != YYC_OK) return rc;
+    int src = sqlite3_step(p);
+    yyc__stmt_done(p);
+    if (src != SQLITE_ROW && src != SQLITE_DONE)
+        return yyc__kv_sqlite_fail(kv, src, "read the manifest");
+    settle(t);
+    uint32_t version = 0;
+    bool versioned = t->on && sqlite3_file_control(kv->db, "main", SQLITE_FCNTL_DATA_VERSION,
+                                                   &version) == SQLITE_OK;
+    if (versioned && t->known && !t->done_lost && version == t->version + t->commits) {
+        int64_t c = t->count, s = t->cost;
+        if (add_to(&c, t->done_count) && add_to(&s, t->done_cost) && c >= 0 && s >= 0 &&
+            s < INT64_MAX) {
+            t->count = c;
+            t->cost = s;
+            t->version = version;
+            t->commits = 0;
+            t->done_count = t->done_cost = 0;
+            *count = with_txn(t->count, t->txn_count);
+            *cost = with_txn(t->cost, t->txn_cost);
+            assert(totals_ok(t));
+            return YYC_OK;
+        }
+    }
+    int64_t c = 0, s = 0;
+    rc = scan(kv, &c, &s);
+    t->known = false;
+    t->commits = 0;
+    t->done_count = t->done_cost = 0;
+    t->done_lost = false;
+    if (rc != YYC_OK) return rc;
+    *count = c;
+    *cost = s;
+    /* The scan saw this transaction's own changes: the committed totals are the scan without
+     * them (they join at its commit). */
+    if (versioned && !t->txn_lost && s < INT64_MAX && add_to(&c, -t->txn_count) &&
+        add_to(&s, -t->txn_cost) && c >= 0 && s >= 0) {
+        t->known = true;
+        t->count = c;
+        t->cost = s;
+        t->version = version;
+    }
+    assert(totals_ok(t));
+    return YYC_OK;
+}
+
+#ifdef YYC_TESTING
+uint64_t yyc__kv_totals_scans(const yyc_kv *kv) { return kv->totals.scans; }
+#endif
