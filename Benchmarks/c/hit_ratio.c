@@ -6,11 +6,13 @@
  * (plain arrays indexed by dense key ids, O(1) per request):
  *   LRU: a doubly linked list in access order.
  *   SIEVE (NSDI'24, Algorithm 1): a FIFO list, a visited bit per entry and a hand.
- *   S3-FIFO (SOSP'23, Algorithm 1; one eviction per miss): a small FIFO of max(1, 10%) of the
- *     size, a main FIFO, a ghost FIFO of as many keys as main holds; a hit adds 1 to a
- *     frequency capped at 3; the small queue's tail moves to main if its frequency is > 1, else
- *     leaves (its key to the ghost); main's tail goes round again with frequency - 1 while it
- *     is > 0; a key found in the ghost leaves it and goes to main.
+ *   S3-FIFO as libCacheSim 0.3.5's S3FIFO.c: a small FIFO of size / 10, a main FIFO of the
+ *     rest, a ghost FIFO of 9 size / 10 keys; a hit adds 1 to a frequency capped at 3; a miss
+ *     looks the key up in the ghost (taking it out) before evicting; evict from main while main
+ *     is over its size or the small FIFO is empty (its tail goes round again with frequency - 1
+ *     while that is > 0), else from the small FIFO (its tail moves to main with frequency 0 at
+ *     frequency >= 2, else leaves with its key to the ghost); a key found in the ghost goes to
+ *     main, as does every new key before the first eviction once the small FIFO is full.
  * The cache's hit count must EQUAL the model's; any difference is printed and the program
  * exits with status 3.
  *
@@ -173,6 +175,7 @@ typedef struct {
     uint32_t *ring_id, *ring_stamp, *ghost_stamp;
     size_t ring_head, ring_tail, ghost_n;
     uint32_t stamp;
+    bool has_evicted;
 } model;
 
 static void list_push_head(model *m, list *l, int32_t x) {
@@ -249,12 +252,25 @@ static void evict(model *m) {
         m->where[o] = 0;
         return;
     }
-    size_t target = m->size / 10 ? m->size / 10 : 1;
+    m->has_evicted = true;
+    size_t main_size = m->size - m->size / 10;
     for (;;) {
-        if (m->small.n > 0 && (m->q.n == 0 || m->small.n >= target)) {
+        if (m->small.n == 0 || m->q.n > main_size) {
+            int32_t t = m->q.tail;
+            list_unlink(m, &m->q, t);
+            if (m->bits[t] > 0) {
+                m->bits[t]--;
+                list_push_head(m, &m->q, t);
+                continue;
+            }
+            m->where[t] = 0;
+            return;
+        }
+        while (m->small.n > 0) {
             int32_t t = m->small.tail;
             list_unlink(m, &m->small, t);
-            if (m->bits[t] > 1) {
+            if (m->bits[t] >= 2) {
+                m->bits[t] = 0;
                 list_push_head(m, &m->q, t);
                 m->where[t] = 2;
                 continue;
@@ -265,18 +281,9 @@ static void evict(model *m) {
             m->ring_stamp[m->ring_tail++] = ++m->stamp;
             m->ghost_stamp[t] = m->stamp;
             m->ghost_n++;
-            while (m->ghost_n > m->q.n) ghost_drop_oldest(m);
+            while (m->ghost_n > m->size * 9 / 10) ghost_drop_oldest(m);
             return;
         }
-        int32_t t = m->q.tail;
-        list_unlink(m, &m->q, t);
-        if (m->bits[t] > 0) {
-            m->bits[t]--;
-            list_push_head(m, &m->q, t);
-            continue;
-        }
-        m->where[t] = 0;
-        return;
     }
 }
 
@@ -293,11 +300,14 @@ static bool model_access(model *m, int32_t x) {
         }
         return true;
     }
-    if (m->q.n + m->small.n >= m->size) evict(m);
-    m->bits[x] = 0;
-    if (m->policy == 2 && m->ghost_stamp[x]) {
+    bool ghost_hit = m->policy == 2 && m->ghost_stamp[x];
+    if (ghost_hit) {
         m->ghost_stamp[x] = 0;
         m->ghost_n--;
+    }
+    if (m->q.n + m->small.n >= m->size) evict(m);
+    m->bits[x] = 0;
+    if (ghost_hit || (m->policy == 2 && !m->has_evicted && m->small.n >= m->size / 10)) {
         list_push_head(m, &m->q, x);
         m->where[x] = 2;
     } else if (m->policy == 2) {

@@ -137,23 +137,84 @@ static void sieve_and_s3fifo_contains_is_not_a_hit(void **state) {
 
 /* --- S3-FIFO --- */
 
-static void s3fifo_one_hit_key_leaves_from_the_small_queue(void **state) {
+/* Inserts key through find_or_insert_within (limit 10, no cost limit) and returns the node;
+ * *evicted gets the key evicted for it ("" if none). */
+static yyc__lru_node *s3_insert(yyc__lru_map *m, const char *key, char *evicted) {
+    bool inserted;
+    yyc__lru_node *ev;
+    yyc__lru_node *n =
+        yyc__lru_map_find_or_insert_within(m, key, strlen(key), 10, SIZE_MAX, &inserted, &ev);
+    assert_non_null(n);
+    assert_true(inserted);
+    evicted[0] = '\0';
+    if (ev) {
+        memcpy(evicted, ev->key, ev->key_len);
+        evicted[ev->key_len] = '\0';
+        yyc__lru_node_free(ev);
+    }
+    assert_true(yyc__lru_map_check(m));
+    return n;
+}
+
+static bool in_main(yyc__lru_map *m, const char *key) {
+    yyc__lru_node *n = yyc__lru_map_find(m, key, strlen(key));
+    assert_non_null(n);
+    return (n->prev_bits & YYC__S3_MAIN) != 0;
+}
+
+/* libCacheSim 0.3.5's S3FIFO.c: before the first eviction, a new key goes to main once the
+ * small queue (10% of the capacity) is full. */
+static void s3fifo_fills_main_once_the_small_queue_is_full_before_the_first_eviction(void **state) {
     (void)state;
-    yyc_memcache *c = new_cache(YYC_EVICT_S3FIFO, 10);
-    char key[16];
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
+    char key[16], ev[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set(c, key);
+        s3_insert(&m, key, ev);
+        assert_string_equal(ev, "");
+        assert_int_equal(in_main(&m, key), i > 0); /* the small queue's size is 1 */
     }
-    get(c, "k0"); /* one hit: not enough to reach main (the paper: frequency > 1) */
-    get(c, "k1");
-    get(c, "k1"); /* two hits: moves to main when it reaches the small queue's end */
-    set(c, "new1");
-    assert_false(has(c, "k0"));
-    set(c, "new2");
-    assert_true(has(c, "k1"));
-    assert_false(has(c, "k2"));
-    yyc_memcache_free(c);
+    assert_int_equal(m.small_count, 1);
+    /* After an eviction new keys go to the small queue again. */
+    s3_insert(&m, "n1", ev);
+    assert_string_equal(ev, "k0"); /* the small queue's tail, never hit */
+    assert_false(in_main(&m, "n1"));
+    s3_insert(&m, "n2", ev);
+    assert_string_equal(ev, "n1");
+    assert_false(in_main(&m, "n2"));
+    yyc__lru_map_destroy(&m);
+}
+
+/* A key hit twice in the small queue moves to main with its frequency reset (libCacheSim makes
+ * a new main object); once at two hits, not at one. */
+static void s3fifo_key_hit_twice_moves_to_main_with_frequency_zero(void **state) {
+    (void)state;
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
+    char key[16], ev[16];
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        s3_insert(&m, key, ev);
+    }
+    s3_insert(&m, "a", ev); /* evicts k0: now a is in the small queue */
+    yyc__lru_node *a = yyc__lru_map_find(&m, "a", 1);
+    yyc__lru_map_touch(&m, a);
+    yyc__lru_map_touch(&m, a);
+    yyc__lru_map_touch(&m, a);
+    s3_insert(&m, "b", ev); /* a moves to main (frequency 0); the small queue is empty: main's
+                             * tail k1 leaves */
+    assert_string_equal(ev, "k1");
+    assert_true(in_main(&m, "a"));
+    assert_int_equal(a->prev_bits & YYC__S3_FREQ, 0);
+    yyc__lru_node *b = yyc__lru_map_find(&m, "b", 1);
+    yyc__lru_map_touch(&m, b); /* one hit: not enough */
+    s3_insert(&m, "c", ev);
+    assert_string_equal(ev, "b");
+    assert_true(yyc__lru_map_check(&m));
+    yyc__lru_map_destroy(&m);
 }
 
 static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **state) {
@@ -162,38 +223,29 @@ static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **s
     yyc__lru_map m;
     yyc__lru_map_init(&m);
     yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
-    bool inserted;
-    yyc__lru_node *ev;
-    char key[16];
+    char key[16], ev[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        assert_non_null(
-            yyc__lru_map_find_or_insert_within(&m, key, strlen(key), 10, SIZE_MAX, &inserted, &ev));
-        assert_null(ev);
+        s3_insert(&m, key, ev);
     }
-    yyc__lru_node *hot = yyc__lru_map_find(&m, "k0", 2);
-    yyc__lru_map_touch(&m, hot);
-    yyc__lru_map_touch(&m, hot);
-    ev = yyc__lru_map_evict(&m, 10, SIZE_MAX); /* k0 moves to main, k1 is evicted */
-    assert_int_equal(ev->key_len, 2);
-    assert_memory_equal(ev->key, "k1", 2);
-    yyc__lru_node_free(ev);
-    assert_true(hot->prev_bits & YYC__S3_MAIN);
-    assert_int_equal(yyc__ghost_count(&m.ghost), 1); /* as many as main holds */
-    assert_true(yyc__lru_map_check(&m));
-    yyc__lru_node *back =
-        yyc__lru_map_find_or_insert_within(&m, "k1", 2, 10, SIZE_MAX, &inserted, &ev);
-    assert_true(inserted);
-    assert_null(ev); /* 9 entries: room without evicting */
+    s3_insert(&m, "x", ev); /* k0 leaves the small queue: to the ghost */
+    assert_string_equal(ev, "k0");
+    assert_int_equal(yyc__ghost_count(&m.ghost), 1);
+    yyc__lru_node *back = s3_insert(&m, "k0", ev);
+    assert_string_equal(ev, "x"); /* the small queue's tail, to the ghost in turn */
     assert_true(back->prev_bits & YYC__S3_MAIN);
     assert_int_equal(back->prev_bits & YYC__S3_FREQ, 0);
-    assert_int_equal(yyc__ghost_count(&m.ghost), 0); /* taken out of the ghost */
     assert_ptr_equal(m.main_head, back);
+    assert_int_equal(yyc__ghost_count(&m.ghost), 1); /* k0 taken out, x in */
     /* A key that was never evicted (or is forgotten) goes to the small queue. */
-    yyc__lru_node *fresh =
-        yyc__lru_map_find_or_insert_within(&m, "zz", 2, 10, SIZE_MAX, &inserted, &ev);
-    assert_false(fresh->prev_bits & YYC__S3_MAIN);
-    if (ev) yyc__lru_node_free(ev);
+    s3_insert(&m, "zz", ev);
+    assert_false(in_main(&m, "zz"));
+    /* The ghost remembers 9 / 10 of the capacity. */
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        s3_insert(&m, key, ev);
+    }
+    assert_int_equal(yyc__ghost_count(&m.ghost), 9);
     assert_true(yyc__lru_map_check(&m));
     yyc__lru_map_destroy(&m);
 }
@@ -407,7 +459,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(sieve_hand_moves_on_from_where_it_stopped),
     cmocka_unit_test(sieve_unvisited_entry_is_evicted_before_older_visited_ones),
     cmocka_unit_test(sieve_and_s3fifo_contains_is_not_a_hit),
-    cmocka_unit_test(s3fifo_one_hit_key_leaves_from_the_small_queue),
+    cmocka_unit_test(s3fifo_fills_main_once_the_small_queue_is_full_before_the_first_eviction),
+    cmocka_unit_test(s3fifo_key_hit_twice_moves_to_main_with_frequency_zero),
     cmocka_unit_test(s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main),
     cmocka_unit_test(s3fifo_frequent_key_survives_a_scan),
     cmocka_unit_test(s3fifo_cost_limit_sizes_the_small_queue_in_cost),

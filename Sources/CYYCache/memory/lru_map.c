@@ -24,6 +24,7 @@ static void list_remove(yyc__lru_map *m, yyc__lru_node *n);
 static void unlink_hashed(yyc__lru_map *m, yyc__lru_node *n, uint64_t h);
 static void cost_add(yyc__lru_map *m, size_t cost);
 static void cost_sub(yyc__lru_map *m, size_t cost);
+static bool s3_small_full_before_eviction(const yyc__lru_map *m);
 
 /* --- hash (wyhash final v4 construction, written from its description) --- */
 
@@ -339,6 +340,7 @@ void yyc__lru_map_init(yyc__lru_map *m) {
     arc4random_buf(&m->seed, sizeof m->seed);
     m->hseed = mixed_seed(m->seed);
     m->value_align = 1;
+    m->lim_count = m->lim_cost = SIZE_MAX;
 }
 
 void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align) {
@@ -356,8 +358,11 @@ static void reset_keeping_seed(yyc__lru_map *m) {
     uint64_t seed = m->seed, hseed = m->hseed;
     uint32_t value_size = m->value_size, value_align = m->value_align;
     yyc__policy policy = m->policy;
+    size_t lim_count = m->lim_count, lim_cost = m->lim_cost;
     yyc__ghost_destroy(&m->ghost);
     memset(m, 0, sizeof *m);
+    m->lim_count = lim_count;
+    m->lim_cost = lim_cost;
     m->seed = seed;
     m->hseed = hseed;
     m->value_size = value_size;
@@ -373,6 +378,7 @@ void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy) {
     m->policy = policy;
     m->hand = m->main_head = m->sweep = NULL;
     m->small_count = m->small_cost_lo = m->small_cost_hi = 0;
+    m->s3_evicted = false;
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
@@ -606,14 +612,16 @@ find_hashed(const yyc__lru_map *m, const void *key, size_t key_len, uint64_t h) 
     return NULL;
 }
 
-/* Adds n (hash h) to the table and at the list head. Returns false (nothing changed) if there
- * is no room. */
-static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
+/* Adds n (hash h) to the table and at the list head (S3-FIFO: at the head of its queue;
+ * ghost_hit: whether the ghost queue had h, taken out by the caller; -1: look it up here).
+ * Returns false (nothing changed) if there is no room. */
+static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h, int ghost_hit) {
     migrate_some(m);
     if (!grow_if_needed(m)) return false;
     table v = cur_table(m);
     place(m, &v, n, home_of(h, &v), tag_of(h, &v));
-    if (m->policy == YYC__POLICY_S3FIFO && yyc__ghost_take(&m->ghost, h)) {
+    if (m->policy == YYC__POLICY_S3FIFO && ghost_hit < 0) ghost_hit = yyc__ghost_take(&m->ghost, h);
+    if (m->policy == YYC__POLICY_S3FIFO && (ghost_hit || s3_small_full_before_eviction(m))) {
         n->prev_bits |= YYC__S3_MAIN; /* seen again while in the ghost queue: main */
         link_before(m, n, m->main_head);
         m->main_head = n;
@@ -642,7 +650,7 @@ yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_
     n->value = value;
     n->cost = cost;
     n->time = time;
-    if (!add_node(m, n, map_hash(m, key, key_len))) {
+    if (!add_node(m, n, map_hash(m, key, key_len), -1)) {
         free(n);
         return NULL;
     }
@@ -658,7 +666,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     if (n) return n;
     n = new_node(m, key, key_len);
     if (!n) return NULL;
-    if (!add_node(m, n, h)) {
+    if (!add_node(m, n, h, -1)) {
         free(n);
         return NULL;
     }
@@ -776,36 +784,65 @@ static yyc__lru_node *sieve_victim(yyc__lru_map *m) {
     return o;
 }
 
-/* S3-FIFO: whether the small queue holds at least its target (see yyc__lru_map_evict). */
-static bool small_at_target(const yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
-    if (count_limit == SIZE_MAX && cost_limit != SIZE_MAX)
-        return m->small_cost_hi || m->small_cost_lo >= cost_limit / 10;
-    size_t target = (count_limit != SIZE_MAX ? count_limit : m->count) / 10;
-    return m->small_count >= (target ? target : 1);
+/* S3-FIFO's capacity C (see lru_map.h): the count limit, else the cost limit (*by_cost), else
+ * the current count. */
+static size_t s3_capacity(const yyc__lru_map *m, bool *by_cost) {
+    *by_cost = m->lim_count == SIZE_MAX && m->lim_cost != SIZE_MAX;
+    if (*by_cost) return m->lim_cost;
+    return m->lim_count != SIZE_MAX ? m->lim_count : m->count;
+}
+
+/* The small queue's and main's occupancy in C's unit. */
+static size_t s3_small_occupied(const yyc__lru_map *m, bool by_cost) {
+    if (!by_cost) return m->small_count;
+    return m->small_cost_hi ? SIZE_MAX : m->small_cost_lo;
+}
+
+static size_t s3_main_occupied(const yyc__lru_map *m, bool by_cost) {
+    if (!by_cost) return m->count - m->small_count;
+    size_t lo = m->cost_lo, hi = m->cost_hi;
+    sum_sub(&lo, &hi, m->small_cost_lo);
+    hi -= m->small_cost_hi;
+    return hi ? SIZE_MAX : lo;
+}
+
+/* libCacheSim's insert rule: before the first eviction, a new key goes to main once the small
+ * queue is at its size. */
+static bool s3_small_full_before_eviction(const yyc__lru_map *m) {
+    if (m->s3_evicted) return false;
+    bool by_cost;
+    size_t cap = s3_capacity(m, &by_cost);
+    return s3_small_occupied(m, by_cost) >= cap / 10;
 }
 
 /* S3-FIFO: the next victim (see the top of lru_map.h). Moves nodes between and within the
  * queues on the way; terminates because each step lowers a frequency or shrinks the small
  * queue. The map is not empty. */
-static yyc__lru_node *s3fifo_victim(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+static yyc__lru_node *s3fifo_victim(yyc__lru_map *m) {
+    bool by_cost;
+    size_t cap = s3_capacity(m, &by_cost), main_size = cap - cap / 10;
     for (;;) {
-        yyc__lru_node *small_tail = m->main_head ? prev_of(m->main_head) : m->tail;
-        if (small_tail && (!m->main_head || small_at_target(m, count_limit, cost_limit))) {
-            if ((small_tail->prev_bits & YYC__S3_FREQ) <= 1) return small_tail;
-            /* Accessed more than once: to main's head, which is right behind it. */
-            small_tail->prev_bits |= YYC__S3_MAIN;
+        bool main_nonempty = m->count > m->small_count;
+        if (m->small_count == 0 || (main_nonempty && (s3_main_occupied(m, by_cost) > main_size ||
+                                                      s3_small_occupied(m, by_cost) == 0))) {
+            yyc__lru_node *t = m->tail; /* main's tail */
+            if (!(t->prev_bits & YYC__S3_FREQ)) return t;
+            t->prev_bits--; /* frequency - 1, and back to main's head */
+            if (t != m->main_head) {
+                list_remove(m, t);
+                link_before(m, t, m->main_head);
+                m->main_head = t;
+            }
+            continue;
+        }
+        while (m->small_count > 0) {
+            yyc__lru_node *small_tail = m->main_head ? prev_of(m->main_head) : m->tail;
+            if ((small_tail->prev_bits & YYC__S3_FREQ) < 2) return small_tail;
+            /* Accessed at least twice: to main's head (right behind it), frequency 0. */
+            small_tail->prev_bits = (small_tail->prev_bits & ~YYC__S3_FREQ) | YYC__S3_MAIN;
             m->small_count--;
             sum_sub(&m->small_cost_lo, &m->small_cost_hi, small_tail->cost);
             m->main_head = small_tail;
-            continue;
-        }
-        yyc__lru_node *t = m->tail; /* main's tail */
-        if (!(t->prev_bits & YYC__S3_FREQ)) return t;
-        t->prev_bits--; /* frequency - 1, and back to main's head */
-        if (t != m->main_head) {
-            list_remove(m, t);
-            link_before(m, t, m->main_head);
-            m->main_head = t;
         }
     }
 }
@@ -813,13 +850,19 @@ static yyc__lru_node *s3fifo_victim(yyc__lru_map *m, size_t count_limit, size_t 
 yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
     if (m->policy == YYC__POLICY_LRU) return yyc__lru_map_pop_tail(m);
     if (!m->tail) return NULL;
-    yyc__lru_node *n = m->policy == YYC__POLICY_SIEVE ? sieve_victim(m)
-                                                      : s3fifo_victim(m, count_limit, cost_limit);
+    m->lim_count = count_limit;
+    m->lim_cost = cost_limit;
+    if (m->policy == YYC__POLICY_S3FIFO) m->s3_evicted = true;
+    yyc__lru_node *n = m->policy == YYC__POLICY_SIEVE ? sieve_victim(m) : s3fifo_victim(m);
     uint64_t h = node_hash(m, n);
     bool to_ghost = in_small(m, n);
     unlink_hashed(m, n, h);
-    /* The ghost remembers as many keys as the main queue holds entries. */
-    if (to_ghost) yyc__ghost_push(&m->ghost, h, m->count - m->small_count);
+    if (to_ghost) { /* 9 C / 10 hashes (9 / 10 of the count when C is a cost) */
+        bool by_cost;
+        size_t cap = s3_capacity(m, &by_cost);
+        if (by_cost) cap = m->count + 1;
+        yyc__ghost_push(&m->ghost, h, cap / 10 * 9 + cap % 10 * 9 / 10);
+    }
     migrate_some(m);
     shrink_if_sparse(m);
     return n;
@@ -834,11 +877,16 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
+    m->lim_count = count_limit;
+    m->lim_cost = cost_limit;
+    /* S3-FIFO looks the key up in the ghost queue before evicting (libCacheSim's find, then
+     * evict, then insert): the eviction's ghost push cannot push this key's hash out first. */
+    int ghost_hit = m->policy == YYC__POLICY_S3FIFO ? yyc__ghost_take(&m->ghost, h) : -1;
     if (m->count > 0 && m->count >= count_limit)
         *evicted = yyc__lru_map_evict(m, count_limit, cost_limit);
     n = new_node(m, key, key_len);
     if (!n) return NULL;
-    if (!add_node(m, n, h)) {
+    if (!add_node(m, n, h, ghost_hit)) {
         free(n);
         return NULL;
     }

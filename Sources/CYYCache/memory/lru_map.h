@@ -26,18 +26,24 @@
  *     the node's visited bit; evict moves a hand from where it stopped (else the tail) toward
  *     the head, clearing visited bits and wrapping to the tail past the head, and takes the first
  *     unvisited node; the hand stops at that node's neighbour toward the head.
- *   - S3-FIFO (Yang et al., SOSP'23): the list is the small queue (head .. the node before
- *     main_head) followed by the main queue (main_head .. tail), both in insertion order. A new
- *     key goes to the small queue's head, or to the main queue's head if its hash is in the
- *     ghost queue (which then forgets it). A hit adds 1 to the node's 2-bit frequency (at most
- *     3). evict takes from the small queue when it holds at least its target (10% of the
- *     capacity, see yyc__lru_map_evict) or when main is empty, else from main. From the small
- *     queue's tail: frequency > 1 (the paper's Algorithm 1) moves the node to main's head
- *     (frequency kept), else it is evicted and its hash goes to the ghost queue, which
- *     remembers as many hashes as main holds entries. From main's tail: frequency > 0 is
- *     decremented and the node moves to main's head, else it is evicted. One evict evicts
- *     exactly one node (the paper's Algorithm 1 may also evict from main when a move fills it;
- *     here main simply holds more until the next eviction).
+ *   - S3-FIFO, as libCacheSim 0.3.5's S3FIFO.c (its authors' reference; the variant that
+ *     inserts into main while the small queue is full before the first eviction), rule for
+ *     rule. The list is the small queue (head .. the node before main_head) followed by the
+ *     main queue (main_head .. tail), both in insertion order. The capacity C is the count
+ *     limit (entries), else the cost limit (cost), else the current count (entries); the small
+ *     queue's size is C / 10 and main's C - C / 10, measured in the same unit. A new key goes to
+ *     main's head if its hash is in the ghost queue (which then forgets it; looked up before
+ *     the eviction that makes room for it), else to main's head too while no eviction has
+ *     happened yet and the small queue is at its size, else to the small queue's head. A hit
+ *     adds 1 to the node's 2-bit frequency (at most 3: libCacheSim's uncapped counter is only
+ *     ever compared with 2 and capped at 3). evict evicts from main when main is over its size
+ *     or the small queue is empty, else from the small queue: its tail with frequency >= 2
+ *     moves to main's head with frequency 0, until a tail with frequency < 2 is evicted (its
+ *     hash to the ghost queue, which remembers 9 C / 10 hashes, or 9 / 10 of the count when C
+ *     is a cost) or the small queue is empty (then main). From main's tail: frequency > 0 goes
+ *     back to main's head with frequency - 1, else it is evicted. One deviation: libCacheSim
+ *     refuses (does not insert) a new object as large as the small queue (with unit sizes:
+ *     every key, when C < 20); here every key is admitted.
  * The policy's per-node state lives in the low bits of the node's prev link (nodes are 16-byte
  * aligned), so every policy's node is the LRU node: no byte more per entry.
  *
@@ -178,6 +184,9 @@ typedef struct yyc__lru_map {
     size_t small_cost_lo;     /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
     size_t small_cost_hi;
     yyc__ghost ghost; /* S3-FIFO: hashes of keys recently evicted from the small queue */
+    size_t lim_count; /* the owner's count limit as last given to evict (SIZE_MAX: none) */
+    size_t lim_cost;  /* the owner's cost limit as last given to evict (SIZE_MAX: none) */
+    bool s3_evicted;  /* S3-FIFO: evict ran since the map was last empty by detach/destroy */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -252,10 +261,9 @@ static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
 
 /* Unlinks and returns the policy's victim (owned by the caller, as after unlink), or NULL if
  * the map is empty. LRU: the tail (as pop_tail). SIEVE and S3-FIFO: see the top of the file.
- * count_limit and cost_limit are the owner's limits (SIZE_MAX: none); S3-FIFO sizes its small
- * queue from them: 10% of count_limit entries (at least 1) when there is a count limit, else
- * 10% of cost_limit in cost when there is a cost limit, else 10% of the current count (at
- * least 1). May shrink the table, as pop_tail. */
+ * count_limit and cost_limit are the owner's limits (SIZE_MAX: none); the map remembers them
+ * (lim_count, lim_cost) for the policies' sizes (S3-FIFO's capacity C, see the top of the file).
+ * May shrink the table, as pop_tail. */
 yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit);
 
 /* find_or_insert that makes room first: when key is new and the map holds count_limit entries
