@@ -1224,7 +1224,8 @@ static void auto_trim_fire(void *arg) {
 /* --- eviction policy --- */
 
 int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy) {
-    if (!c || (policy != YYC_EVICT_LRU && policy != YYC_EVICT_SIEVE && policy != YYC_EVICT_S3FIFO))
+    if (!c || (policy != YYC_EVICT_LRU && policy != YYC_EVICT_SIEVE && policy != YYC_EVICT_S3FIFO &&
+               policy != YYC_EVICT_TINYLFU))
         return YYC_EINVAL;
     lock(c);
     int rc = YYC_OK;
