@@ -122,11 +122,12 @@ YYC_API int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memca
  *     the hit rate, so recency-friendly and frequency-friendly workloads both do well. The
  *     capacity, and every entry's weight, is the cost when a cost limit is set, else the count
  *     limit (entries); with neither, the current count. The sketch takes 8 bytes per entry of
- *     capacity (allocated when the cache is half full).
+ *     capacity (allocated when the cache is half full; with cost weights, sized by the count);
+ *     a cache with neither limit has no sketch, and its trims take the oldest entries.
  * With every policy, contains never counts as a hit; limits, trims, the age limit (since the
- * last access or set: SIEVE, S3-FIFO and TinyLFU find old entries by scanning the whole list, 64 entries
- * per lock acquisition), release modes and events behave the same, and an entry costs the same
- * memory (the policy's bits live in the entry's list link). A new key set at the count limit
+ * last access or set: SIEVE, S3-FIFO and TinyLFU find old entries by scanning the whole list, 64
+ * entries per lock acquisition), release modes and events behave the same, and an entry costs the
+ * same memory (the policy's bits live in the entry's list link). A new key set at the count limit
  * evicts one entry before it is inserted, so it is never its own victim (except with a count
  * limit of 0). */
 typedef enum yyc_eviction_policy {

@@ -1072,7 +1072,7 @@ static void tl_climb(yyc__lru_map *m) {
 }
 
 void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *n) {
-    yyc__sketch_increment(&m->tl.sketch, node_hash(m, n));
+    if (yyc__sketch_ready(&m->tl.sketch)) yyc__sketch_increment(&m->tl.sketch, node_hash(m, n));
     m->tl.hits++;
     switch (tl_seg(n)) {
     case YYC__TL_WINDOW:
@@ -1102,6 +1102,7 @@ void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *n) {
 
 /* Caffeine's admit: whether the candidate beats the victim. */
 static bool tl_admit(yyc__lru_map *m, const yyc__lru_node *cand, const yyc__lru_node *victim) {
+    if (!yyc__sketch_ready(&m->tl.sketch)) return false; /* nothing known: keep main's */
     unsigned vf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, victim));
     unsigned cf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, cand));
     if (cf > vf) return true;
@@ -1141,13 +1142,13 @@ static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pen
 }
 
 /* Counts a key about to be inserted (Caffeine's AddTask) and sizes the sketch when the map
- * is half full. */
+ * is half full. A map without limits has no sketch (no memory for it; its trims take the
+ * oldest entries, the window's overflow first). */
 static void tl_before_insert(yyc__lru_map *m, uint64_t h) {
     yyc__tinylfu *t = &m->tl;
     tl_sync(m);
     size_t weight = t->by_cost ? yyc__lru_map_total_cost(m) : m->count + 1;
-    if (!t->bounded) yyc__sketch_ensure(&t->sketch, m->count + 1);
-    else if (weight >= t->capacity / 2)
+    if (t->bounded && weight >= t->capacity / 2)
         yyc__sketch_ensure(&t->sketch, t->by_cost ? m->count + 1 : t->capacity);
     yyc__sketch_increment(&t->sketch, h);
     t->misses++;

@@ -63,10 +63,11 @@
  *     (Caffeine's defence against hash flooding); else the candidate is evicted. Caffeine's
  *     maintenance after a write (here: after an insert): the window's excess moves to
  *     probation's head (not as candidates), then the hill climber
- *     (yyc__tinylfu_climb) samples the hit rate over 10 x C accesses and moves the window's
- *     maximum by a step (6.25 % of C, decaying by 0.98, restarting after a 5-point change),
- *     moving entries between the window and main accordingly; protected's excess is demoted to
- *     probation's head. The sketch is sized for C (Caffeine: when the cache is half full).
+ *     samples the hit rate over 10 x C accesses and moves the window's maximum by a step
+ *     (6.25 % of C, decaying by 0.98, restarting after a 5-point change), moving entries
+ *     between the window and main accordingly; protected's excess is demoted to probation's
+ *     head. The sketch is sized for C when the map is half full (Caffeine's rule); a map with
+ *     neither limit has none (every frequency reads 0: candidates lose).
  * The policy's per-node state lives in the low bits of the node's prev link (nodes are 16-byte
  * aligned), so every policy's node is the LRU node: no byte more per entry (TinyLFU's sketch
  * takes 8 bytes per entry of capacity, in the map).

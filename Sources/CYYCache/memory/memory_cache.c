@@ -1243,6 +1243,21 @@ yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c) {
     return p;
 }
 
+/* --- system memory pressure (the watcher in memory_pressure.c runs this handler) --- */
+
+static void pressure_handler(void *c) { yyc_memcache_handle_memory_warning(c); }
+
+int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on) {
+    if (!c) return YYC_EINVAL;
+    if (on) return yyc__memory_pressure_subscribe(c, pressure_handler);
+    yyc__memory_pressure_forget(c);
+    return YYC_OK;
+}
+
+bool yyc_memcache_responds_to_system_memory_pressure(yyc_memcache *c) {
+    return c && yyc__memory_pressure_subscribed(c);
+}
+
 /* --- events --- */
 
 void yyc_memcache_set_memory_warning_handler(yyc_memcache *c, yyc_memcache_event_fn fn, void *ctx) {
