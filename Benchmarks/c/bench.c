@@ -66,7 +66,7 @@ static struct {
     const char *keytype; /* footprint: str | int */
     const char *dir;
     const char *phase;  /* memory groups: run only this workload (profiling) */
-    const char *policy; /* footprint: lru | sieve | s3fifo */
+    const char *policy; /* footprint: lru | sieve | s3fifo | tinylfu */
     bool full;          /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
     long scale_entries; /* disk-scale: entries in the manifest */
@@ -343,6 +343,7 @@ static const struct {
     {"c-memcache-inline", "C yyc_memcache (inline)", MEM_INLINE, 0},
     {"c-memcache-sieve", "C yyc_memcache .sieve", MEM_OWNED, 1},
     {"c-memcache-s3fifo", "C yyc_memcache .s3fifo", MEM_OWNED, 2},
+    {"c-memcache-tinylfu", "C yyc_memcache .tinyLFU", MEM_OWNED, 3},
 };
 #define N_MEM_SYSTEMS (sizeof mem_systems / sizeof *mem_systems)
 
@@ -953,8 +954,11 @@ static void bench_footprint(void) {
      * are then full: the ghost is counted). */
     int policy = mem_systems[si].policy;
     if (opt.policy)
-        policy = strcmp(opt.policy, "sieve") == 0 ? 1 : strcmp(opt.policy, "s3fifo") == 0 ? 2 : 0;
-    static const char *const pnames[] = {"lru", "sieve", "s3fifo"};
+        policy = strcmp(opt.policy, "sieve") == 0     ? 1
+                 : strcmp(opt.policy, "s3fifo") == 0  ? 2
+                 : strcmp(opt.policy, "tinylfu") == 0 ? 3
+                                                      : 0;
+    static const char *const pnames[] = {"lru", "sieve", "s3fifo", "tinylfu"};
     char idbuf[128], namebuf[192];
     snprintf(idbuf, sizeof idbuf, "%s%s%s%s", id, opt.policy ? "-" : "",
              opt.policy ? pnames[policy] : "", opt.full ? "-full" : "");
@@ -1008,7 +1012,7 @@ static void usage(void) {
         "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
         "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
         "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
-        "       [--policy lru|sieve|s3fifo] [--full] (footprint only)\n");
+        "       [--policy lru|sieve|s3fifo|tinylfu] [--full] (footprint only)\n");
     exit(2);
 }
 

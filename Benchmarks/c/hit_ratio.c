@@ -6,11 +6,13 @@
  * (plain arrays indexed by dense key ids, O(1) per request):
  *   LRU: a doubly linked list in access order.
  *   SIEVE (NSDI'24, Algorithm 1): a FIFO list, a visited bit per entry and a hand.
- *   S3-FIFO (SOSP'23, Algorithm 1; one eviction per miss): a small FIFO of max(1, 10%) of the
- *     size, a main FIFO, a ghost FIFO of as many keys as main holds; a hit adds 1 to a
- *     frequency capped at 3; the small queue's tail moves to main if its frequency is > 1, else
- *     leaves (its key to the ghost); main's tail goes round again with frequency - 1 while it
- *     is > 0; a key found in the ghost leaves it and goes to main.
+ *   S3-FIFO as libCacheSim 0.3.5's S3FIFO.c: a small FIFO of size / 10, a main FIFO of the
+ *     rest, a ghost FIFO of 9 size / 10 keys; a hit adds 1 to a frequency capped at 3; a miss
+ *     looks the key up in the ghost (taking it out) before evicting; evict from main while main
+ *     is over its size or the small FIFO is empty (its tail goes round again with frequency - 1
+ *     while that is > 0), else from the small FIFO (its tail moves to main with frequency 0 at
+ *     frequency >= 2, else leaves with its key to the ghost); a key found in the ghost goes to
+ *     main, as does every new key before the first eviction once the small FIFO is full.
  * The cache's hit count must EQUAL the model's; any difference is printed and the program
  * exits with status 3.
  *
@@ -21,7 +23,8 @@
  *   big-endian signed 32-bit keys, one per request (cache2k's format).
  * Output: one JSON object per line:
  *   {"group":"hitratio","trace":T,"requests":N,"distinct":D,"size_pct":P,"size":S,
- *    "policy":"lru|sieve|s3fifo","hits":H,"model_hits":M,"hit_ratio":R,"seconds":X}
+ *    "policy":"lru|sieve|s3fifo|tinylfu","hits":H,"model_hits":M (TinyLFU:
+ * H),"hit_ratio":R,"seconds":X}
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -173,6 +176,7 @@ typedef struct {
     uint32_t *ring_id, *ring_stamp, *ghost_stamp;
     size_t ring_head, ring_tail, ghost_n;
     uint32_t stamp;
+    bool has_evicted;
 } model;
 
 static void list_push_head(model *m, list *l, int32_t x) {
@@ -249,12 +253,25 @@ static void evict(model *m) {
         m->where[o] = 0;
         return;
     }
-    size_t target = m->size / 10 ? m->size / 10 : 1;
+    m->has_evicted = true;
+    size_t main_size = m->size - m->size / 10;
     for (;;) {
-        if (m->small.n > 0 && (m->q.n == 0 || m->small.n >= target)) {
+        if (m->small.n == 0 || m->q.n > main_size) {
+            int32_t t = m->q.tail;
+            list_unlink(m, &m->q, t);
+            if (m->bits[t] > 0) {
+                m->bits[t]--;
+                list_push_head(m, &m->q, t);
+                continue;
+            }
+            m->where[t] = 0;
+            return;
+        }
+        while (m->small.n > 0) {
             int32_t t = m->small.tail;
             list_unlink(m, &m->small, t);
-            if (m->bits[t] > 1) {
+            if (m->bits[t] >= 2) {
+                m->bits[t] = 0;
                 list_push_head(m, &m->q, t);
                 m->where[t] = 2;
                 continue;
@@ -265,18 +282,9 @@ static void evict(model *m) {
             m->ring_stamp[m->ring_tail++] = ++m->stamp;
             m->ghost_stamp[t] = m->stamp;
             m->ghost_n++;
-            while (m->ghost_n > m->q.n) ghost_drop_oldest(m);
+            while (m->ghost_n > m->size * 9 / 10) ghost_drop_oldest(m);
             return;
         }
-        int32_t t = m->q.tail;
-        list_unlink(m, &m->q, t);
-        if (m->bits[t] > 0) {
-            m->bits[t]--;
-            list_push_head(m, &m->q, t);
-            continue;
-        }
-        m->where[t] = 0;
-        return;
     }
 }
 
@@ -293,11 +301,14 @@ static bool model_access(model *m, int32_t x) {
         }
         return true;
     }
-    if (m->q.n + m->small.n >= m->size) evict(m);
-    m->bits[x] = 0;
-    if (m->policy == 2 && m->ghost_stamp[x]) {
+    bool ghost_hit = m->policy == 2 && m->ghost_stamp[x];
+    if (ghost_hit) {
         m->ghost_stamp[x] = 0;
         m->ghost_n--;
+    }
+    if (m->q.n + m->small.n >= m->size) evict(m);
+    m->bits[x] = 0;
+    if (ghost_hit || (m->policy == 2 && !m->has_evicted && m->small.n >= m->size / 10)) {
         list_push_head(m, &m->q, x);
         m->where[x] = 2;
     } else if (m->policy == 2) {
@@ -333,7 +344,7 @@ static long replay_cache(const trace *t, yyc_eviction_policy policy, size_t size
     return hits;
 }
 
-static const char *const POLICY_NAMES[] = {"lru", "sieve", "s3fifo"};
+static const char *const POLICY_NAMES[] = {"lru", "sieve", "s3fifo", "tinylfu"};
 
 static int run(trace *t) {
     densify(t);
@@ -342,14 +353,17 @@ static int run(trace *t) {
     for (int s = 0; s < 3; s++) {
         size_t size = t->distinct * (size_t)pcts[s] / 100;
         if (size < 1) size = 1;
-        for (int p = 0; p < 3; p++) {
+        for (int p = 0; p < 4; p++) {
             double secs;
             long hits = replay_cache(t, (yyc_eviction_policy)p, size, &secs);
-            model m;
-            model_init(&m, p, size, t->distinct, t->n);
-            long mh = 0;
-            for (size_t i = 0; i < t->n; i++) mh += model_access(&m, (int32_t)t->ids[i]);
-            model_free(&m);
+            long mh = hits; /* TinyLFU has no model here (its admission is randomized) */
+            if (p < 3) {
+                model m;
+                model_init(&m, p, size, t->distinct, t->n);
+                mh = 0;
+                for (size_t i = 0; i < t->n; i++) mh += model_access(&m, (int32_t)t->ids[i]);
+                model_free(&m);
+            }
             if (hits != mh) {
                 fprintf(stderr,
                         "hit-ratio: MISMATCH %s at %d%% (%zu entries), %s: cache %ld hits, "

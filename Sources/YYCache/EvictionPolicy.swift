@@ -14,10 +14,18 @@ public enum EvictionPolicy: Sendable, Hashable {
     /// SIEVE (NSDI'24): a read only sets a "visited" bit, so reads are the cheapest; eviction
     /// sweeps a hand over a FIFO queue and evicts the first unvisited entry.
     case sieve
-    /// S3-FIFO (SOSP'23): a small FIFO queue for new keys (10% of the capacity), a main FIFO
-    /// queue for keys read more than once, and a ghost queue of recently evicted keys' hashes.
-    /// Scan resistant: a burst of one-time keys does not flush the frequently used ones.
+    /// S3-FIFO (SOSP'23), as its authors' reference implementation (libCacheSim's): a small
+    /// FIFO queue for new keys (10% of the capacity), a main FIFO queue for keys read at least
+    /// twice, and a ghost queue of recently evicted keys' hashes. Scan and loop resistant: a
+    /// burst of one-time keys does not flush the frequently used ones.
     case s3fifo
+    /// Window TinyLFU with an adaptive window (Caffeine's policy): new keys enter a small LRU
+    /// window; leaving it, a key is admitted to the main space (a segmented LRU) only if a
+    /// compact frequency sketch finds it more frequent than the entry it would displace, so a
+    /// new key may be evicted at once (reported ``CacheRemovalCause/evicted``). The window's
+    /// size adapts to the workload by hill climbing on the hit rate. Entries are weighed by
+    /// cost when a cost limit is set.
+    case tinyLFU
 }
 
 extension EvictionPolicy {
@@ -28,6 +36,7 @@ extension EvictionPolicy {
         case .lru: YYC_EVICT_LRU
         case .sieve: YYC_EVICT_SIEVE
         case .s3fifo: YYC_EVICT_S3FIFO
+        case .tinyLFU: YYC_EVICT_TINYLFU
         }
     }
 
@@ -36,6 +45,7 @@ extension EvictionPolicy {
         switch cValue {
         case YYC_EVICT_SIEVE: self = .sieve
         case YYC_EVICT_S3FIFO: self = .s3fifo
+        case YYC_EVICT_TINYLFU: self = .tinyLFU
         default: self = .lru
         }
     }

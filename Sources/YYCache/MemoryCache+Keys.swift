@@ -6,7 +6,8 @@ extension MemoryCache {
     /// longest: for ``EvictionPolicy/lru`` the most recently used first; for
     /// ``EvictionPolicy/sieve`` and ``EvictionPolicy/s3fifo`` the newest insertion first (their
     /// queues' order, which a read does not change; for S3-FIFO the small queue, then the main
-    /// one). Expired entries are left out (and removed, reported ``CacheRemovalCause/expired``).
+    /// one); for ``EvictionPolicy/tinyLFU`` the admission window, then the protected and the
+    /// probation segments, each most recently used first. Expired entries are left out (and removed, reported ``CacheRemovalCause/expired``).
     /// Not a use: changes no order, time or statistic.
     ///
     /// - Complexity: O(*n*), under the cache's lock for one pass over the entries.

@@ -66,8 +66,12 @@ enum S3FIFOPolicy: BenchPolicy {
     static var policy: EvictionPolicy { .s3fifo }
     static var suffix: String { "s3fifo" }
 }
+enum TinyLFUPolicy: BenchPolicy {
+    static var policy: EvictionPolicy { .tinyLFU }
+    static var suffix: String { "tinylfu" }
+}
 
-/// MemoryCache with the eviction policy P (ids swift-memorycache-sieve, -s3fifo).
+/// MemoryCache with the eviction policy P (ids swift-memorycache-sieve, -s3fifo, -tinylfu).
 final class MemoryCachePolicySystem<Key: BenchKey & CacheKey, P: BenchPolicy>: MemSystem {
     static var id: String { "swift-memorycache-\(P.suffix)" }
     static var name: String { "Swift MemoryCache .\(P.suffix)" }
@@ -188,6 +192,7 @@ func benchMemory<Key: BenchKey & CacheKey>(_: Key.Type, group: String) {
     runMemory(MemoryCacheSystem<Key>.self, group: group)
     runMemory(MemoryCachePolicySystem<Key, SievePolicy>.self, group: group)
     runMemory(MemoryCachePolicySystem<Key, S3FIFOPolicy>.self, group: group)
+    runMemory(MemoryCachePolicySystem<Key, TinyLFUPolicy>.self, group: group)
     runMemory(DictMutexSystem<Key>.self, group: group)
     runMemory(DictNSLockSystem<Key>.self, group: group)
     runMemory(NSCacheSystem<Key>.self, group: group)
@@ -230,6 +235,9 @@ func benchMixed() {
     let nt = max(1, opt.threads)
     let ops = (0..<nt).map { zipfOps(n: opt.keys, count: opt.opsPerThread, seed: opt.seed &+ seedZipf &+ UInt64($0)) }
     runMixed(MemoryCacheSystem<String>.self, ops: ops)
+    runMixed(MemoryCachePolicySystem<String, SievePolicy>.self, ops: ops)
+    runMixed(MemoryCachePolicySystem<String, S3FIFOPolicy>.self, ops: ops)
+    runMixed(MemoryCachePolicySystem<String, TinyLFUPolicy>.self, ops: ops)
     runMixed(DictMutexSystem<String>.self, ops: ops)
     runMixed(DictNSLockSystem<String>.self, ops: ops)
     runMixed(NSCacheSystem<String>.self, ops: ops)
@@ -265,6 +273,8 @@ func benchFootprint() {
             footprint(MemoryCachePolicySystem<Key, SievePolicy>.self, keytype: opt.keytype)
         case "swift-memorycache-s3fifo":
             footprint(MemoryCachePolicySystem<Key, S3FIFOPolicy>.self, keytype: opt.keytype)
+        case "swift-memorycache-tinylfu":
+            footprint(MemoryCachePolicySystem<Key, TinyLFUPolicy>.self, keytype: opt.keytype)
         case "swift-dict-mutex": footprint(DictMutexSystem<Key>.self, keytype: opt.keytype)
         case "swift-dict-nslock": footprint(DictNSLockSystem<Key>.self, keytype: opt.keytype)
         case "nscache": footprint(NSCacheSystem<Key>.self, keytype: opt.keytype)

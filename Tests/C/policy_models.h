@@ -7,12 +7,15 @@
  *   SIEVE (NSDI'24, Algorithm 1): a hit sets visited; eviction starts at the hand (else the
  *     back), clears visited keys moving toward the front (wrapping to the back), evicts the
  *     first unvisited key, and leaves the hand on the key in front of it.
- *   S3-FIFO (SOSP'23, Algorithm 1, with one eviction per call): queues S and M, ghost G of
- *     keys (oldest first). A hit: freq = min(freq + 1, 3). Insert: a key in G leaves G and goes
- *     to M's front, else to S's front (freq 0). Evict: while true: if S is not empty and (M is
- *     empty or |S| >= max(1, capacity / 10)): take S's back t; if freq(t) > 1 move t to M's
- *     front, else evict t, append it to G and drop G's oldest while |G| > |M|. Else take M's
- *     back t: if freq(t) > 0, freq(t) -= 1 and t goes to M's front, else evict t.
+ *   S3-FIFO as libCacheSim 0.3.5's S3FIFO.c: queues S and M, ghost G of keys (oldest first),
+ *     capacity C (a count), |S| target C / 10, M's size C - C / 10. A hit: freq = min(freq + 1,
+ *     3). A set of a new key looks it up in G (and takes it out) before evicting. Insert: a key
+ *     that was in G goes to M's front; else, before the first eviction, to M's front when
+ *     |S| >= C / 10; else to S's front (freq 0). Evict: if S is empty or (M is not empty and
+ *     |M| > C - C / 10): take M's back t: if freq(t) > 0, freq(t) -= 1 and t goes to M's front
+ *     (repeat), else evict t. Else take S's back t: if freq(t) >= 2 move t to M's front with
+ *     freq 0 and repeat (back to the first choice once S is empty), else evict t, append it to
+ *     G and drop G's oldest while |G| > 9 C / 10.
  */
 #ifndef YYCACHE_POLICY_MODELS_H
 #define YYCACHE_POLICY_MODELS_H
@@ -34,6 +37,7 @@ typedef struct {
     model_list small; /* S3-FIFO: S */
     int *ghost;       /* S3-FIFO: G, oldest first */
     size_t ghost_n;
+    bool has_evicted; /* S3-FIFO: evict has run */
     bool has_hand;
     int hand; /* SIEVE: the key the hand is on */
     size_t max;
@@ -150,55 +154,63 @@ static int model_evict(policy_model *m) {
         list_take(l, (size_t)o, &k, &b);
         return k;
     }
+    m->has_evicted = true;
+    size_t cap = m->capacity, main_size = cap - cap / 10;
     for (;;) {
-        size_t target = m->capacity / 10;
-        if (target < 1) target = 1;
-        if (m->small.n > 0 && (m->main.n == 0 || m->small.n >= target)) {
+        if (m->small.n == 0 || (m->main.n > 0 && m->main.n > main_size)) {
+            list_take(&m->main, m->main.n - 1, &k, &b);
+            if (b > 0) {
+                list_push_front(&m->main, k, (unsigned char)(b - 1));
+                continue;
+            }
+            return k;
+        }
+        while (m->small.n > 0) {
             list_take(&m->small, m->small.n - 1, &k, &b);
-            if (b > 1) {
-                list_push_front(&m->main, k, b);
+            if (b >= 2) {
+                list_push_front(&m->main, k, 0);
                 continue;
             }
             m->ghost[m->ghost_n++] = k;
-            while (m->ghost_n > m->main.n) {
+            while (m->ghost_n > cap * 9 / 10) {
                 memmove(m->ghost, m->ghost + 1, (m->ghost_n - 1) * sizeof *m->ghost);
                 m->ghost_n--;
             }
             return k;
         }
-        list_take(&m->main, m->main.n - 1, &k, &b);
-        if (b > 0) {
-            list_push_front(&m->main, k, (unsigned char)(b - 1));
-            continue;
-        }
-        return k;
     }
 }
 
-/* Inserts a new key (not present); the caller evicted first if the cache was full. */
-static void model_insert(policy_model *m, int key) {
-    if (m->policy == 2) {
-        for (size_t i = 0; i < m->ghost_n; i++)
-            if (m->ghost[i] == key) {
-                memmove(m->ghost + i, m->ghost + i + 1, (m->ghost_n - i - 1) * sizeof *m->ghost);
-                m->ghost_n--;
-                list_push_front(&m->main, key, 0);
-                return;
-            }
-        list_push_front(&m->small, key, 0);
+/* Takes key out of G if it is there; returns whether it was (S3-FIFO only). */
+static bool model_ghost_take(policy_model *m, int key) {
+    for (size_t i = 0; i < m->ghost_n; i++)
+        if (m->ghost[i] == key) {
+            memmove(m->ghost + i, m->ghost + i + 1, (m->ghost_n - i - 1) * sizeof *m->ghost);
+            m->ghost_n--;
+            return true;
+        }
+    return false;
+}
+
+/* Inserts a new key (not present; ghost_hit: it was taken out of G); the caller evicted first
+ * if the cache was full. */
+static void model_insert(policy_model *m, int key, bool ghost_hit) {
+    if (m->policy == 2 && (ghost_hit || (!m->has_evicted && m->small.n >= m->capacity / 10))) {
+        list_push_front(&m->main, key, 0);
         return;
     }
-    list_push_front(&m->main, key, 0);
+    list_push_front(m->policy == 2 ? &m->small : &m->main, key, 0);
 }
 
-/* The memory cache's set of a key: a hit, or (evict if full, then) insert. */
+/* The memory cache's set of a key: a hit, or (look it up in G, evict if full, then) insert. */
 static void model_set(policy_model *m, int key) {
     if (model_contains(m, key)) {
         model_hit(m, key);
         return;
     }
+    bool ghost_hit = m->policy == 2 && model_ghost_take(m, key);
     if (model_count(m) >= m->capacity && model_count(m) > 0) (void)model_evict(m);
-    model_insert(m, key);
+    model_insert(m, key, ghost_hit);
 }
 
 /* The replay step of the benchmarks: get; on a miss, set. Returns whether it hit. */

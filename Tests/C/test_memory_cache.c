@@ -288,12 +288,17 @@ static void count_limit_evicts_one_tail_entry_on_set(void **state) {
     put(c, &t, "c", 0);
     put(c, &t, "d", 0);
     assert_int_equal(yyc_memcache_total_count(c), 3); /* evicted before set returned */
-    assert_false(has(c, "a"));
+    /* TinyLFU: c, out of the window (of 1) for d, is no more frequent than main's oldest (a),
+     * so c goes. */
+    assert_false(has(c, yyc_memcache_policy(c) == YYC_EVICT_TINYLFU ? "c" : "a"));
     /* Lowering the limit: only one entry goes per set (the auto-trim does the rest). */
     yyc_memcache_set_count_limit(c, 1);
     put(c, &t, "e", 0);
     assert_int_equal(yyc_memcache_total_count(c), 3);
-    assert_false(has(c, "b"));
+    assert_true(has(c, "e"));
+    /* TinyLFU judges the window's oldest (d) against main's oldest (b): d is not more
+     * frequent, so d goes; the other policies take their tail. */
+    assert_false(has(c, yyc_memcache_policy(c) == YYC_EVICT_TINYLFU ? "d" : "b"));
     free_and_check_no_leak(c, &t);
 }
 
@@ -329,8 +334,14 @@ static void cost_limit_trims_in_background_to_limit(void **state) {
     }
     assert_true(WAIT_UNTIL(yyc_memcache_total_cost(c) <= 100, WAIT_SECONDS));
     assert_true(yyc__memcache_check(c));
-    assert_true(has(c, "k49")); /* the most recent survive */
-    assert_false(has(c, "k0"));
+    /* The most recent survive; k1, not k0: S3-FIFO (libCacheSim's) keeps k0 in its small
+     * queue while main is over its size (k1.. went to main, the small queue being full before
+     * any eviction). TinyLFU rejects a new key no more frequent than main's oldest: which keys
+     * stay depends on when the background trims ran. */
+    if (yyc_memcache_policy(c) != YYC_EVICT_TINYLFU) {
+        assert_true(has(c, "k49"));
+        assert_false(has(c, "k1"));
+    }
     long held = (long)yyc_memcache_total_count(c);
     assert_true(WAIT_UNTIL(atomic_load(&t.live) == held, WAIT_SECONDS));
     free_and_check_no_leak(c, &t);

@@ -46,7 +46,7 @@ static void policy_is_lru_by_default_and_fixed_once_the_cache_holds_entries(void
     yyc_memcache *c = NULL;
     assert_int_equal(yyc_memcache_new(NULL, &c), YYC_OK);
     assert_int_equal(yyc_memcache_policy(c), YYC_EVICT_LRU);
-    assert_int_equal(yyc_memcache_set_policy(c, (yyc_eviction_policy)3), YYC_EINVAL);
+    assert_int_equal(yyc_memcache_set_policy(c, (yyc_eviction_policy)4), YYC_EINVAL);
     assert_int_equal(yyc_memcache_set_policy(c, YYC_EVICT_SIEVE), YYC_OK);
     set(c, "a");
     assert_int_equal(yyc_memcache_set_policy(c, YYC_EVICT_S3FIFO), YYC_EINVAL);
@@ -137,23 +137,84 @@ static void sieve_and_s3fifo_contains_is_not_a_hit(void **state) {
 
 /* --- S3-FIFO --- */
 
-static void s3fifo_one_hit_key_leaves_from_the_small_queue(void **state) {
+/* Inserts key through find_or_insert_within (limit 10, no cost limit) and returns the node;
+ * *evicted gets the key evicted for it ("" if none). */
+static yyc__lru_node *s3_insert(yyc__lru_map *m, const char *key, char *evicted) {
+    bool inserted;
+    yyc__lru_node *ev;
+    yyc__lru_node *n =
+        yyc__lru_map_find_or_insert_within(m, key, strlen(key), 10, SIZE_MAX, &inserted, &ev);
+    assert_non_null(n);
+    assert_true(inserted);
+    evicted[0] = '\0';
+    if (ev) {
+        memcpy(evicted, ev->key, ev->key_len);
+        evicted[ev->key_len] = '\0';
+        yyc__lru_node_free(ev);
+    }
+    assert_true(yyc__lru_map_check(m));
+    return n;
+}
+
+static bool in_main(yyc__lru_map *m, const char *key) {
+    yyc__lru_node *n = yyc__lru_map_find(m, key, strlen(key));
+    assert_non_null(n);
+    return (n->prev_bits & YYC__S3_MAIN) != 0;
+}
+
+/* libCacheSim 0.3.5's S3FIFO.c: before the first eviction, a new key goes to main once the
+ * small queue (10% of the capacity) is full. */
+static void s3fifo_fills_main_once_the_small_queue_is_full_before_the_first_eviction(void **state) {
     (void)state;
-    yyc_memcache *c = new_cache(YYC_EVICT_S3FIFO, 10);
-    char key[16];
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
+    char key[16], ev[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        set(c, key);
+        s3_insert(&m, key, ev);
+        assert_string_equal(ev, "");
+        assert_int_equal(in_main(&m, key), i > 0); /* the small queue's size is 1 */
     }
-    get(c, "k0"); /* one hit: not enough to reach main (the paper: frequency > 1) */
-    get(c, "k1");
-    get(c, "k1"); /* two hits: moves to main when it reaches the small queue's end */
-    set(c, "new1");
-    assert_false(has(c, "k0"));
-    set(c, "new2");
-    assert_true(has(c, "k1"));
-    assert_false(has(c, "k2"));
-    yyc_memcache_free(c);
+    assert_int_equal(m.small_count, 1);
+    /* After an eviction new keys go to the small queue again. */
+    s3_insert(&m, "n1", ev);
+    assert_string_equal(ev, "k0"); /* the small queue's tail, never hit */
+    assert_false(in_main(&m, "n1"));
+    s3_insert(&m, "n2", ev);
+    assert_string_equal(ev, "n1");
+    assert_false(in_main(&m, "n2"));
+    yyc__lru_map_destroy(&m);
+}
+
+/* A key hit twice in the small queue moves to main with its frequency reset (libCacheSim makes
+ * a new main object); once at two hits, not at one. */
+static void s3fifo_key_hit_twice_moves_to_main_with_frequency_zero(void **state) {
+    (void)state;
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
+    char key[16], ev[16];
+    for (int i = 0; i < 10; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        s3_insert(&m, key, ev);
+    }
+    s3_insert(&m, "a", ev); /* evicts k0: now a is in the small queue */
+    yyc__lru_node *a = yyc__lru_map_find(&m, "a", 1);
+    yyc__lru_map_touch(&m, a);
+    yyc__lru_map_touch(&m, a);
+    yyc__lru_map_touch(&m, a);
+    s3_insert(&m, "b", ev); /* a moves to main (frequency 0); the small queue is empty: main's
+                             * tail k1 leaves */
+    assert_string_equal(ev, "k1");
+    assert_true(in_main(&m, "a"));
+    assert_int_equal(a->prev_bits & YYC__S3_FREQ, 0);
+    yyc__lru_node *b = yyc__lru_map_find(&m, "b", 1);
+    yyc__lru_map_touch(&m, b); /* one hit: not enough */
+    s3_insert(&m, "c", ev);
+    assert_string_equal(ev, "b");
+    assert_true(yyc__lru_map_check(&m));
+    yyc__lru_map_destroy(&m);
 }
 
 static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **state) {
@@ -162,38 +223,29 @@ static void s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main(void **s
     yyc__lru_map m;
     yyc__lru_map_init(&m);
     yyc__lru_map_set_policy(&m, YYC__POLICY_S3FIFO);
-    bool inserted;
-    yyc__lru_node *ev;
-    char key[16];
+    char key[16], ev[16];
     for (int i = 0; i < 10; i++) {
         snprintf(key, sizeof key, "k%d", i);
-        assert_non_null(
-            yyc__lru_map_find_or_insert_within(&m, key, strlen(key), 10, SIZE_MAX, &inserted, &ev));
-        assert_null(ev);
+        s3_insert(&m, key, ev);
     }
-    yyc__lru_node *hot = yyc__lru_map_find(&m, "k0", 2);
-    yyc__lru_map_touch(&m, hot);
-    yyc__lru_map_touch(&m, hot);
-    ev = yyc__lru_map_evict(&m, 10, SIZE_MAX); /* k0 moves to main, k1 is evicted */
-    assert_int_equal(ev->key_len, 2);
-    assert_memory_equal(ev->key, "k1", 2);
-    yyc__lru_node_free(ev);
-    assert_true(hot->prev_bits & YYC__S3_MAIN);
-    assert_int_equal(yyc__ghost_count(&m.ghost), 1); /* as many as main holds */
-    assert_true(yyc__lru_map_check(&m));
-    yyc__lru_node *back =
-        yyc__lru_map_find_or_insert_within(&m, "k1", 2, 10, SIZE_MAX, &inserted, &ev);
-    assert_true(inserted);
-    assert_null(ev); /* 9 entries: room without evicting */
+    s3_insert(&m, "x", ev); /* k0 leaves the small queue: to the ghost */
+    assert_string_equal(ev, "k0");
+    assert_int_equal(yyc__ghost_count(&m.ghost), 1);
+    yyc__lru_node *back = s3_insert(&m, "k0", ev);
+    assert_string_equal(ev, "x"); /* the small queue's tail, to the ghost in turn */
     assert_true(back->prev_bits & YYC__S3_MAIN);
     assert_int_equal(back->prev_bits & YYC__S3_FREQ, 0);
-    assert_int_equal(yyc__ghost_count(&m.ghost), 0); /* taken out of the ghost */
     assert_ptr_equal(m.main_head, back);
+    assert_int_equal(yyc__ghost_count(&m.ghost), 1); /* k0 taken out, x in */
     /* A key that was never evicted (or is forgotten) goes to the small queue. */
-    yyc__lru_node *fresh =
-        yyc__lru_map_find_or_insert_within(&m, "zz", 2, 10, SIZE_MAX, &inserted, &ev);
-    assert_false(fresh->prev_bits & YYC__S3_MAIN);
-    if (ev) yyc__lru_node_free(ev);
+    s3_insert(&m, "zz", ev);
+    assert_false(in_main(&m, "zz"));
+    /* The ghost remembers 9 / 10 of the capacity. */
+    for (int i = 0; i < 40; i++) {
+        snprintf(key, sizeof key, "s%d", i);
+        s3_insert(&m, key, ev);
+    }
+    assert_int_equal(yyc__ghost_count(&m.ghost), 9);
     assert_true(yyc__lru_map_check(&m));
     yyc__lru_map_destroy(&m);
 }
@@ -245,6 +297,152 @@ static void s3fifo_cost_limit_sizes_the_small_queue_in_cost(void **state) {
     yyc_memcache_free(c);
 }
 
+/* --- Window TinyLFU --- */
+
+static void key_of(int k, char *buf, size_t *len) {
+    memcpy(buf, &k, sizeof k);
+    *len = sizeof k;
+}
+
+static int tl_evicted_events;
+static void count_evicted(void *ctx, const void *key, size_t key_len, void *value,
+                          yyc_removal_cause cause) {
+    (void)ctx, (void)key, (void)key_len, (void)value;
+    if (cause == YYC_REMOVED_EVICTED) tl_evicted_events++;
+}
+
+/* A scan of one-time keys cannot push out keys that are hit: each new key, once it leaves the
+ * admission window, is no more frequent than main's oldest and is evicted at once (cause
+ * evicted, the listener told), as a new key may be at admission. */
+static void
+tinylfu_rejects_one_time_keys_colder_than_main_so_hot_keys_survive_a_scan(void **state) {
+    (void)state;
+    yyc_memcache *c = new_cache(YYC_EVICT_TINYLFU, 100);
+    yyc_memcache_set_release_asynchronously(c, false); /* events before set returns */
+    yyc_memcache_set_removal_listener(c, count_evicted, NULL);
+    tl_evicted_events = 0;
+    char key[16];
+    for (int round = 0; round < 4; round++)
+        for (int i = 0; i < 50; i++) {
+            snprintf(key, sizeof key, "hot%d", i);
+            if (round == 0) set(c, key);
+            else get(c, key);
+        }
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "scan%d", i);
+        assert_int_equal(yyc_memcache_set(c, key, strlen(key), NULL, 0), YYC_OK);
+        if (i % 512 == 0) assert_true(yyc__memcache_check(c));
+        if (i % 50 == 49) /* still in use: the sketch halves its counts as it ages */
+            for (int h = 0; h < 50; h++) {
+                snprintf(key, sizeof key, "hot%d", h);
+                void *v;
+                if (yyc_memcache_get(c, key, strlen(key), &v) != YYC_OK) set(c, key);
+            }
+    }
+    /* Admission is by estimated frequency (and the hill climber may move a hot key through
+     * the window): almost all, not necessarily every one, stay. */
+    int kept = 0;
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "hot%d", i);
+        kept += has(c, key);
+    }
+    assert_true(kept >= 45);
+    assert_int_equal(yyc_memcache_total_count(c), 100);
+    yyc_cache_statistics st;
+    assert_int_equal(yyc_memcache_statistics(c, &st), YYC_OK);
+    assert_int_equal(tl_evicted_events, (int)st.insertions - 100); /* every entry that left */
+    assert_int_equal(st.removals[YYC_REMOVED_EVICTED], st.insertions - 100);
+    assert_true(yyc__memcache_check(c));
+    yyc_memcache_free(c);
+    /* LRU loses them all. */
+    c = new_cache(YYC_EVICT_LRU, 100);
+    for (int i = 0; i < 50; i++) {
+        snprintf(key, sizeof key, "hot%d", i);
+        set(c, key);
+        get(c, key);
+    }
+    for (int i = 0; i < 5000; i++) {
+        snprintf(key, sizeof key, "scan%d", i);
+        assert_int_equal(yyc_memcache_set(c, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    assert_false(has(c, "hot0"));
+    yyc_memcache_free(c);
+}
+
+/* Random sets (costs 0..9), gets, removes, trims and limit changes, with and without a cost
+ * limit: the segments, the candidates and the sums stay consistent (the _check walkers), the
+ * limits hold, and the hill climber has run (many samples of 10 x the capacity). */
+static void tinylfu_keeps_its_invariants_through_random_operations_and_limit_changes(void **state) {
+    (void)state;
+    for (int weighted = 0; weighted < 2; weighted++) {
+        yyc_memcache *c = new_cache(YYC_EVICT_TINYLFU, 40);
+        yyc_memcache_set_release_asynchronously(c, false);
+        if (weighted) yyc_memcache_set_cost_limit(c, 150);
+        uint64_t r = 777 + (uint64_t)weighted;
+        char kb[8];
+        size_t kl;
+        for (int step = 0; step < 60000; step++) {
+            r = r * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned op = (unsigned)(r >> 59);
+            /* a working set that drifts: keys near step / 100 are hot */
+            int k = (int)((r >> 20) % 64) + ((r >> 40) % 4 == 0 ? 0 : step / 100);
+            key_of(k, kb, &kl);
+            void *v;
+            if (op < 16) {
+                (void)yyc_memcache_get(c, kb, kl, &v);
+            } else if (op < 28) {
+                assert_int_equal(yyc_memcache_set(c, kb, kl, NULL, (size_t)((r >> 8) % 10)),
+                                 YYC_OK);
+            } else if (op < 29) {
+                assert_int_equal(yyc_memcache_remove(c, kb, kl), YYC_OK);
+            } else if (op < 30) {
+                yyc_memcache_trim_to_count(c, (size_t)((r >> 4) % 40));
+            } else if (op < 31) {
+                if (weighted) yyc_memcache_trim_to_cost(c, (size_t)((r >> 4) % 150));
+            } else if ((r >> 8) % 64 == 0) {
+                yyc_memcache_set_count_limit(c, 20 + (size_t)((r >> 4) % 40));
+            }
+            if (step % 512 == 0) assert_true(yyc__memcache_check(c));
+        }
+        yyc_memcache_trim_to_count(c, yyc_memcache_count_limit(c));
+        assert_true(yyc_memcache_total_count(c) <= yyc_memcache_count_limit(c));
+        if (weighted) {
+            yyc_memcache_trim_to_cost(c, 150);
+            assert_true(yyc_memcache_total_cost(c) <= 150);
+        }
+        assert_true(yyc__memcache_check(c));
+        yyc_memcache_free(c);
+    }
+}
+
+/* The hill climber: on a workload where recency wins (every key is read a few times soon after
+ * it is first set, then never again), the window grows from its 1% start. */
+static void tinylfu_window_grows_when_recency_pays(void **state) {
+    (void)state;
+    yyc__lru_map m;
+    yyc__lru_map_init(&m);
+    yyc__lru_map_set_policy(&m, YYC__POLICY_TINYLFU);
+    enum { LIMIT = 200 };
+    for (int i = 0; i < 40000; i++) {
+        int keys[3] = {i, i - 60, i - 120}; /* key i at i, i + 60, i + 120 */
+        for (int j = 0; j < 3; j++) {
+            if (keys[j] < 0) continue;
+            bool inserted;
+            yyc__lru_node *ev;
+            yyc__lru_node *n = yyc__lru_map_find_or_insert_within(&m, &keys[j], sizeof keys[j],
+                                                                  LIMIT, SIZE_MAX, &inserted, &ev);
+            assert_non_null(n);
+            if (!inserted) yyc__lru_map_touch(&m, n);
+            yyc__lru_node_free(ev);
+        }
+        if (i == 100) assert_int_equal(m.tl.window_max, 2); /* 1% of 200 */
+    }
+    assert_true(m.tl.window_max > 2);
+    assert_true(m.tl.window_max + m.tl.protected_max <= LIMIT);
+    assert_true(yyc__lru_map_check(&m));
+    yyc__lru_map_destroy(&m);
+}
+
 /* --- ghost queue --- */
 
 static void ghost_remembers_the_newest_hashes_up_to_its_capacity(void **state) {
@@ -288,11 +486,6 @@ static void ghost_remembers_the_newest_hashes_up_to_its_capacity(void **state) {
 }
 
 /* --- against the models --- */
-
-static void key_of(int k, char *buf, size_t *len) {
-    memcpy(buf, &k, sizeof k);
-    *len = sizeof k;
-}
 
 /* Random gets, sets, removes, contains and trims through the real cache and the model of the
  * policy; after every step both hold exactly the same keys. */
@@ -407,10 +600,14 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(sieve_hand_moves_on_from_where_it_stopped),
     cmocka_unit_test(sieve_unvisited_entry_is_evicted_before_older_visited_ones),
     cmocka_unit_test(sieve_and_s3fifo_contains_is_not_a_hit),
-    cmocka_unit_test(s3fifo_one_hit_key_leaves_from_the_small_queue),
+    cmocka_unit_test(s3fifo_fills_main_once_the_small_queue_is_full_before_the_first_eviction),
+    cmocka_unit_test(s3fifo_key_hit_twice_moves_to_main_with_frequency_zero),
     cmocka_unit_test(s3fifo_key_seen_again_while_in_the_ghost_queue_goes_to_main),
     cmocka_unit_test(s3fifo_frequent_key_survives_a_scan),
     cmocka_unit_test(s3fifo_cost_limit_sizes_the_small_queue_in_cost),
+    cmocka_unit_test(tinylfu_rejects_one_time_keys_colder_than_main_so_hot_keys_survive_a_scan),
+    cmocka_unit_test(tinylfu_keeps_its_invariants_through_random_operations_and_limit_changes),
+    cmocka_unit_test(tinylfu_window_grows_when_recency_pays),
     cmocka_unit_test(ghost_remembers_the_newest_hashes_up_to_its_capacity),
     cmocka_unit_test(every_policy_evicts_exactly_as_its_model),
     cmocka_unit_test(replayed_trace_hit_counts_equal_the_models),

@@ -14,7 +14,7 @@ private struct Big: Equatable {
 /// (an hour) never within a test. The boundary itself is tested in C
 /// (Tests/C/test_memory_cache_ttl.c, with a movable clock).
 @Suite struct MemoryCacheExpiryTests {
-    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo]
+    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo, .tinyLFU]
     static let hour = Duration.seconds(3600)
 
     @Test(arguments: policies)

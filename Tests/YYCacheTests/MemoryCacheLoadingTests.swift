@@ -25,7 +25,7 @@ private final class Flag: Sendable {
 /// `value(forKey:cost:orLoad:)`, sync and async: single flight with 64 callers, errors that are
 /// not stored, expired entries, cancelled waiters, a loader asking for its own key.
 @Suite struct MemoryCacheLoadingTests {
-    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo]
+    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo, .tinyLFU]
 
     /// Waits (without blocking a pool thread) until every caller has missed, so that all of them
     /// overlap the one load.

@@ -10,7 +10,7 @@ private struct Large: Equatable {
 }
 
 @Suite struct MemoryCachePolicyTests {
-    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo]
+    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo, .tinyLFU]
 
     @Test func policyIsLRUByDefaultAndKeptAsChosen() {
         #expect(MemoryCache<String, Int>().policy == .lru)
@@ -77,6 +77,29 @@ private struct Large: Equatable {
             #expect(cache.containsValue(forKey: "hot") == (policy == .s3fifo))
             #expect(cache.totalCount == 20)
         }
+    }
+}
+
+extension MemoryCachePolicyTests {
+    @Test func tinyLFURejectsOneTimeKeysSoHotKeysSurviveAScanAndCountsTheRejectionsAsEvictions() {
+        let cache = MemoryCache<String, Int>(policy: .tinyLFU)
+        cache.countLimit = 100
+        for round in 0..<4 {
+            for h in 0..<50 {
+                if round == 0 { cache["hot\(h)"] = h } else { _ = cache["hot\(h)"] }
+            }
+        }
+        for i in 0..<3000 {
+            cache["scan\(i)"] = i
+            if i % 50 == 49 {
+                for h in 0..<50 where cache["hot\(h)"] == nil { cache["hot\(h)"] = h }
+            }
+        }
+        let kept = (0..<50).filter { cache.containsValue(forKey: "hot\($0)") }.count
+        #expect(kept >= 45)  // admission is by estimated frequency: almost all stay
+        #expect(cache.totalCount == 100)
+        let stats = cache.statistics
+        #expect(stats.removals[.evicted, default: 0] == stats.insertions - 100)
     }
 }
 

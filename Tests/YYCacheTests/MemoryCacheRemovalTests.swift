@@ -34,7 +34,7 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
 /// under every policy (the C suite test_memory_cache_events covers threads, trims on the
 /// worker and the auto-trim in depth).
 @Suite struct MemoryCacheRemovalTests {
-    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo]
+    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo, .tinyLFU]
 
     /// A cache whose values are released (and reported) before each call returns.
     static func recorded<Key: CacheKey, Value: Sendable>(

@@ -20,7 +20,7 @@ private struct LoadFailed: Error {}
 /// `statistics` against a model's counts after a fixed-seed random sequence, and the rules
 /// (expired entries are misses, subscript reads count, contains does not, reset, hit ratio).
 @Suite struct MemoryCacheStatisticsTests {
-    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo]
+    static let policies: [EvictionPolicy] = [.lru, .sieve, .s3fifo, .tinyLFU]
 
     @Test(arguments: policies)
     func statisticsEqualAModelsCountsAfterARandomSequence(policy: EvictionPolicy) throws {

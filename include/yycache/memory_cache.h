@@ -102,24 +102,39 @@ YYC_API int yyc_memcache_new_inline(const yyc_inline_value_type *type, yyc_memca
  *   YYC_EVICT_SIEVE (NSDI'24): a FIFO queue where a hit only sets a "visited" bit; eviction
  *     moves a hand from the oldest entry toward the newest, clearing visited bits, and evicts
  *     the first unvisited entry. The cheapest hit; not scan resistant.
- *   YYC_EVICT_S3FIFO (SOSP'23): a small FIFO queue (10% of the capacity) for new keys, a main
- *     FIFO queue and a ghost queue of the hashes of keys recently evicted from the small one
- *     (as many as main holds entries; 8-14 bytes each). A hit adds 1 to a 2-bit frequency. A
- *     small-queue entry hit more than once moves to main when it reaches the queue's end, else
- *     it is evicted; a key that comes back while in the ghost queue goes straight to main; main
- *     gives each entry one more round per remaining frequency. Scan resistant. The small queue's
- *     capacity is 10% of the count limit (at least 1 entry); with only a cost limit, 10% of the
- *     cost limit, measured in cost; with neither (explicit trims), 10% of the current count.
+ *   YYC_EVICT_S3FIFO (SOSP'23), as its authors' reference (libCacheSim 0.3.5's S3FIFO.c): a
+ *     small FIFO queue (10% of the capacity) for new keys, a main FIFO queue and a ghost queue
+ *     of the hashes of keys recently evicted from the small one (90% of the capacity; 8-14 bytes
+ *     each). A hit adds 1 to a 2-bit frequency. A small-queue entry hit at least twice moves to
+ *     main when it reaches the queue's end, else it is evicted; a key that comes back while in
+ *     the ghost queue goes straight to main, as do new keys while the small queue is full
+ *     before the first eviction; main is evicted from while it is over 90% of the capacity and
+ *     gives each entry one more round per remaining frequency. Scan and loop resistant. The
+ *     capacity is the count limit; with only a cost limit, the cost limit, measured in cost;
+ *     with neither (explicit trims), the current count.
+ *   YYC_EVICT_TINYLFU: Window TinyLFU after Caffeine 3: new keys enter an LRU admission window
+ *     (1% of the capacity to start), and the window's oldest entry then competes with the
+ *     oldest entry of the main space (a segmented LRU: probation, and protected for entries hit
+ *     there, 80% of main): the one a 4-bit count-min sketch of recent accesses (halved every
+ *     10 x capacity accesses) finds less frequent is evicted, so a new key may be evicted at
+ *     once when it is colder than the main space (randomly admitted now and then when warm, so
+ *     that colliding keys cannot lock it out). The window's share adapts by hill climbing on
+ *     the hit rate, so recency-friendly and frequency-friendly workloads both do well. The
+ *     capacity, and every entry's weight, is the cost when a cost limit is set, else the count
+ *     limit (entries); with neither, the current count. The sketch takes 8 bytes per entry of
+ *     capacity (allocated when the cache is half full; with cost weights, sized by the count);
+ *     a cache with neither limit has no sketch, and its trims take the oldest entries.
  * With every policy, contains never counts as a hit; limits, trims, the age limit (since the
- * last access or set: SIEVE and S3-FIFO find old entries by scanning the whole list, 64 entries
- * per lock acquisition), release modes and events behave the same, and an entry costs the same
- * memory (the policy's bits live in the entry's list link). A new key set at the count limit
+ * last access or set: SIEVE, S3-FIFO and TinyLFU find old entries by scanning the whole list, 64
+ * entries per lock acquisition), release modes and events behave the same, and an entry costs the
+ * same memory (the policy's bits live in the entry's list link). A new key set at the count limit
  * evicts one entry before it is inserted, so it is never its own victim (except with a count
  * limit of 0). */
 typedef enum yyc_eviction_policy {
     YYC_EVICT_LRU = 0,
     YYC_EVICT_SIEVE = 1,
-    YYC_EVICT_S3FIFO = 2
+    YYC_EVICT_S3FIFO = 2,
+    YYC_EVICT_TINYLFU = 3
 } yyc_eviction_policy;
 
 /* Chooses the cache's eviction policy. Call it right after creation (either constructor): it

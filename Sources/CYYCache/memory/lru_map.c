@@ -24,6 +24,8 @@ static void list_remove(yyc__lru_map *m, yyc__lru_node *n);
 static void unlink_hashed(yyc__lru_map *m, yyc__lru_node *n, uint64_t h);
 static void cost_add(yyc__lru_map *m, size_t cost);
 static void cost_sub(yyc__lru_map *m, size_t cost);
+static bool s3_small_full_before_eviction(const yyc__lru_map *m);
+static void tl_account(yyc__lru_map *m, const yyc__lru_node *n, int sign);
 
 /* --- hash (wyhash final v4 construction, written from its description) --- */
 
@@ -339,6 +341,7 @@ void yyc__lru_map_init(yyc__lru_map *m) {
     arc4random_buf(&m->seed, sizeof m->seed);
     m->hseed = mixed_seed(m->seed);
     m->value_align = 1;
+    m->lim_count = m->lim_cost = SIZE_MAX;
 }
 
 void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align) {
@@ -350,29 +353,39 @@ void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_a
     m->value_align = (uint32_t)value_align;
 }
 
-/* Clears m as after init, keeping the seed, the value layout and the policy (the ghost queue
- * is forgotten). */
+/* Clears m as after init, keeping the seed, the value layout, the limits and the policy (the
+ * ghost queue and TinyLFU's sketch are forgotten). */
 static void reset_keeping_seed(yyc__lru_map *m) {
     uint64_t seed = m->seed, hseed = m->hseed;
     uint32_t value_size = m->value_size, value_align = m->value_align;
     yyc__policy policy = m->policy;
+    size_t lim_count = m->lim_count, lim_cost = m->lim_cost;
+    uint64_t rng = m->tl.rng;
     yyc__ghost_destroy(&m->ghost);
+    yyc__sketch_destroy(&m->tl.sketch);
     memset(m, 0, sizeof *m);
+    m->lim_count = lim_count;
+    m->lim_cost = lim_cost;
     m->seed = seed;
     m->hseed = hseed;
     m->value_size = value_size;
     m->value_align = value_align;
     m->policy = policy;
+    m->tl.rng = rng;
 }
 
 void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy) {
     assert(m->count == 0);
     assert(policy == YYC__POLICY_LRU || policy == YYC__POLICY_SIEVE ||
-           policy == YYC__POLICY_S3FIFO);
+           policy == YYC__POLICY_S3FIFO || policy == YYC__POLICY_TINYLFU);
     yyc__ghost_destroy(&m->ghost);
+    yyc__sketch_destroy(&m->tl.sketch);
+    memset(&m->tl, 0, sizeof m->tl);
+    if (policy == YYC__POLICY_TINYLFU) m->tl.rng = m->seed | 1;
     m->policy = policy;
     m->hand = m->main_head = m->sweep = NULL;
     m->small_count = m->small_cost_lo = m->small_cost_hi = 0;
+    m->s3_evicted = false;
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
@@ -586,6 +599,11 @@ static void list_remove(yyc__lru_map *m, yyc__lru_node *n) {
     if (m->hand == n) m->hand = p;
     if (m->sweep == n) m->sweep = p;
     if (m->main_head == n) m->main_head = n->next;
+    if (m->tl.prob_head == n) m->tl.prob_head = n->next;
+    if (m->tl.cand == n) { /* the next candidate is the one toward the head */
+        m->tl.ncand--;
+        m->tl.cand = m->tl.ncand ? p : NULL;
+    }
     if (p) p->next = n->next;
     else m->head = n->next;
     if (n->next) set_prev(n->next, p);
@@ -606,19 +624,26 @@ find_hashed(const yyc__lru_map *m, const void *key, size_t key_len, uint64_t h) 
     return NULL;
 }
 
-/* Adds n (hash h) to the table and at the list head. Returns false (nothing changed) if there
- * is no room. */
-static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
+/* Adds n (hash h) to the table and at the list head (S3-FIFO: at the head of its queue;
+ * ghost_hit: whether the ghost queue had h, taken out by the caller; -1: look it up here).
+ * Returns false (nothing changed) if there is no room. */
+static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h, int ghost_hit) {
     migrate_some(m);
     if (!grow_if_needed(m)) return false;
     table v = cur_table(m);
     place(m, &v, n, home_of(h, &v), tag_of(h, &v));
-    if (m->policy == YYC__POLICY_S3FIFO && yyc__ghost_take(&m->ghost, h)) {
+    if (m->policy == YYC__POLICY_S3FIFO && ghost_hit < 0) ghost_hit = yyc__ghost_take(&m->ghost, h);
+    if (m->policy == YYC__POLICY_S3FIFO && (ghost_hit || s3_small_full_before_eviction(m))) {
         n->prev_bits |= YYC__S3_MAIN; /* seen again while in the ghost queue: main */
         link_before(m, n, m->main_head);
         m->main_head = n;
     } else {
         link_head(m, n);
+        if (m->policy == YYC__POLICY_TINYLFU) {
+            m->tl.cand = NULL; /* candidates are judged within the eviction that follows a move */
+            m->tl.ncand = 0;
+            tl_account(m, n, 1);
+        }
         if (m->policy == YYC__POLICY_S3FIFO) {
             m->small_count++;
             sum_add(&m->small_cost_lo, &m->small_cost_hi, n->cost);
@@ -642,7 +667,7 @@ yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_
     n->value = value;
     n->cost = cost;
     n->time = time;
-    if (!add_node(m, n, map_hash(m, key, key_len))) {
+    if (!add_node(m, n, map_hash(m, key, key_len), -1)) {
         free(n);
         return NULL;
     }
@@ -658,7 +683,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     if (n) return n;
     n = new_node(m, key, key_len);
     if (!n) return NULL;
-    if (!add_node(m, n, h)) {
+    if (!add_node(m, n, h, -1)) {
         free(n);
         return NULL;
     }
@@ -683,6 +708,13 @@ void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *n) {
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     cost_sub(m, n->cost);
     cost_add(m, cost);
+    if (m->policy == YYC__POLICY_TINYLFU) {
+        tl_account(m, n, -1);
+        size_t old = n->cost;
+        n->cost = cost;
+        tl_account(m, n, 1);
+        n->cost = old;
+    }
     if (in_small(m, n)) {
         sum_sub(&m->small_cost_lo, &m->small_cost_hi, n->cost);
         sum_add(&m->small_cost_lo, &m->small_cost_hi, cost);
@@ -692,6 +724,7 @@ void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
 
 /* Takes n (whose slot is already erased) off the list and updates the totals. */
 static void unlink_from_list(yyc__lru_map *m, yyc__lru_node *n) {
+    if (m->policy == YYC__POLICY_TINYLFU) tl_account(m, n, -1);
     list_remove(m, n);
     if (in_small(m, n)) {
         m->small_count--;
@@ -776,53 +809,378 @@ static yyc__lru_node *sieve_victim(yyc__lru_map *m) {
     return o;
 }
 
-/* S3-FIFO: whether the small queue holds at least its target (see yyc__lru_map_evict). */
-static bool small_at_target(const yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
-    if (count_limit == SIZE_MAX && cost_limit != SIZE_MAX)
-        return m->small_cost_hi || m->small_cost_lo >= cost_limit / 10;
-    size_t target = (count_limit != SIZE_MAX ? count_limit : m->count) / 10;
-    return m->small_count >= (target ? target : 1);
+/* S3-FIFO's capacity C (see lru_map.h): the count limit, else the cost limit (*by_cost), else
+ * the current count. */
+static size_t s3_capacity(const yyc__lru_map *m, bool *by_cost) {
+    *by_cost = m->lim_count == SIZE_MAX && m->lim_cost != SIZE_MAX;
+    if (*by_cost) return m->lim_cost;
+    return m->lim_count != SIZE_MAX ? m->lim_count : m->count;
+}
+
+/* The small queue's and main's occupancy in C's unit. */
+static size_t s3_small_occupied(const yyc__lru_map *m, bool by_cost) {
+    if (!by_cost) return m->small_count;
+    return m->small_cost_hi ? SIZE_MAX : m->small_cost_lo;
+}
+
+static size_t s3_main_occupied(const yyc__lru_map *m, bool by_cost) {
+    if (!by_cost) return m->count - m->small_count;
+    size_t lo = m->cost_lo, hi = m->cost_hi;
+    sum_sub(&lo, &hi, m->small_cost_lo);
+    hi -= m->small_cost_hi;
+    return hi ? SIZE_MAX : lo;
+}
+
+/* libCacheSim's insert rule: before the first eviction, a new key goes to main once the small
+ * queue is at its size. */
+static bool s3_small_full_before_eviction(const yyc__lru_map *m) {
+    if (m->s3_evicted) return false;
+    bool by_cost;
+    size_t cap = s3_capacity(m, &by_cost);
+    return s3_small_occupied(m, by_cost) >= cap / 10;
 }
 
 /* S3-FIFO: the next victim (see the top of lru_map.h). Moves nodes between and within the
  * queues on the way; terminates because each step lowers a frequency or shrinks the small
  * queue. The map is not empty. */
-static yyc__lru_node *s3fifo_victim(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+static yyc__lru_node *s3fifo_victim(yyc__lru_map *m) {
+    bool by_cost;
+    size_t cap = s3_capacity(m, &by_cost), main_size = cap - cap / 10;
     for (;;) {
-        yyc__lru_node *small_tail = m->main_head ? prev_of(m->main_head) : m->tail;
-        if (small_tail && (!m->main_head || small_at_target(m, count_limit, cost_limit))) {
-            if ((small_tail->prev_bits & YYC__S3_FREQ) <= 1) return small_tail;
-            /* Accessed more than once: to main's head, which is right behind it. */
-            small_tail->prev_bits |= YYC__S3_MAIN;
+        bool main_nonempty = m->count > m->small_count;
+        if (m->small_count == 0 || (main_nonempty && (s3_main_occupied(m, by_cost) > main_size ||
+                                                      s3_small_occupied(m, by_cost) == 0))) {
+            yyc__lru_node *t = m->tail; /* main's tail */
+            if (!(t->prev_bits & YYC__S3_FREQ)) return t;
+            t->prev_bits--; /* frequency - 1, and back to main's head */
+            if (t != m->main_head) {
+                list_remove(m, t);
+                link_before(m, t, m->main_head);
+                m->main_head = t;
+            }
+            continue;
+        }
+        while (m->small_count > 0) {
+            yyc__lru_node *small_tail = m->main_head ? prev_of(m->main_head) : m->tail;
+            if ((small_tail->prev_bits & YYC__S3_FREQ) < 2) return small_tail;
+            /* Accessed at least twice: to main's head (right behind it), frequency 0. */
+            small_tail->prev_bits = (small_tail->prev_bits & ~YYC__S3_FREQ) | YYC__S3_MAIN;
             m->small_count--;
             sum_sub(&m->small_cost_lo, &m->small_cost_hi, small_tail->cost);
             m->main_head = small_tail;
-            continue;
-        }
-        yyc__lru_node *t = m->tail; /* main's tail */
-        if (!(t->prev_bits & YYC__S3_FREQ)) return t;
-        t->prev_bits--; /* frequency - 1, and back to main's head */
-        if (t != m->main_head) {
-            list_remove(m, t);
-            link_before(m, t, m->main_head);
-            m->main_head = t;
         }
     }
 }
 
-yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+/* --- Window TinyLFU (see the top of lru_map.h) --- */
+
+static inline uintptr_t tl_seg(const yyc__lru_node *n) { return n->prev_bits & YYC__TL_SEG; }
+
+static inline void tl_set_seg(yyc__lru_node *n, uintptr_t seg) {
+    n->prev_bits = (n->prev_bits & ~YYC__TL_SEG) | seg;
+}
+
+static inline size_t sum_value(size_t lo, size_t hi) { return hi ? SIZE_MAX : lo; }
+
+/* An entry's weight, the window's and protected's (in the capacity's unit). */
+static inline size_t tl_weight(const yyc__lru_map *m, const yyc__lru_node *n) {
+    return m->tl.by_cost ? n->cost : 1;
+}
+static inline size_t tl_window_weight(const yyc__lru_map *m) {
+    return m->tl.by_cost ? sum_value(m->tl.win_cost_lo, m->tl.win_cost_hi) : m->tl.win_count;
+}
+static inline size_t tl_protected_weight(const yyc__lru_map *m) {
+    return m->tl.by_cost ? sum_value(m->tl.prot_cost_lo, m->tl.prot_cost_hi) : m->tl.prot_count;
+}
+
+/* Adds (sign > 0) or removes n from its segment's totals (probation has none of its own). */
+static void tl_account(yyc__lru_map *m, const yyc__lru_node *n, int sign) {
+    uintptr_t seg = tl_seg(n);
+    if (seg == YYC__TL_PROBATION) return;
+    size_t *count = seg == YYC__TL_WINDOW ? &m->tl.win_count : &m->tl.prot_count;
+    size_t *lo = seg == YYC__TL_WINDOW ? &m->tl.win_cost_lo : &m->tl.prot_cost_lo;
+    size_t *hi = seg == YYC__TL_WINDOW ? &m->tl.win_cost_hi : &m->tl.prot_cost_hi;
+    if (sign > 0) {
+        (*count)++;
+        sum_add(lo, hi, n->cost);
+    } else {
+        (*count)--;
+        sum_sub(lo, hi, n->cost);
+    }
+}
+
+/* The oldest node of each segment, or NULL. */
+static inline yyc__lru_node *tl_window_lru(const yyc__lru_map *m) {
+    return m->main_head ? prev_of(m->main_head) : m->tail;
+}
+static inline yyc__lru_node *tl_protected_lru(const yyc__lru_map *m) {
+    if (!m->main_head || m->main_head == m->tl.prob_head) return NULL;
+    return m->tl.prob_head ? prev_of(m->tl.prob_head) : m->tail;
+}
+static inline yyc__lru_node *tl_probation_lru(const yyc__lru_map *m) {
+    return m->tl.prob_head ? m->tail : NULL;
+}
+
+/* Links n (off the list) at the head of probation / protected. */
+static void tl_link_probation(yyc__lru_map *m, yyc__lru_node *n) {
+    yyc__lru_node *at = m->tl.prob_head;
+    link_before(m, n, at);
+    if (m->main_head == at) m->main_head = n; /* protected is empty */
+    m->tl.prob_head = n;
+}
+static void tl_link_protected(yyc__lru_map *m, yyc__lru_node *n) {
+    link_before(m, n, m->main_head);
+    m->main_head = n;
+}
+
+/* Moves n (a window or protected node) to probation's head. */
+static void tl_to_probation(yyc__lru_map *m, yyc__lru_node *n) {
+    tl_account(m, n, -1);
+    bool adjacent = n->next == m->tl.prob_head &&
+                    (tl_seg(n) == YYC__TL_PROTECTED || m->main_head == m->tl.prob_head);
+    if (adjacent) { /* already where probation's head goes: only the boundaries move */
+        if (m->main_head == m->tl.prob_head) m->main_head = n;
+        m->tl.prob_head = n;
+        tl_set_seg(n, YYC__TL_PROBATION);
+        return;
+    }
+    list_remove(m, n);
+    tl_set_seg(n, YYC__TL_PROBATION);
+    tl_link_probation(m, n);
+}
+
+/* Caffeine's demoteFromMainProtected: protected's oldest to probation while it is over. */
+static void tl_demote(yyc__lru_map *m) {
+    for (int i = 0; i < 1000 && tl_protected_weight(m) > m->tl.protected_max; i++) {
+        yyc__lru_node *n = tl_protected_lru(m);
+        if (!n) break;
+        tl_to_probation(m, n);
+    }
+}
+
+/* The window and protected maxima for capacity cap (Caffeine's setMaximumSize). */
+static void tl_set_capacity(yyc__lru_map *m, size_t cap, bool by_cost, bool bounded) {
+    yyc__tinylfu *t = &m->tl;
+    size_t main = cap / 100 * 99 + cap % 100 * 99 / 100;
+    t->capacity = cap;
+    t->by_cost = by_cost;
+    t->bounded = bounded;
+    t->window_max = cap - main;
+    t->protected_max = main / 5 * 4 + main % 5 * 4 / 5;
+    t->step = -0.0625 * (double)cap;
+    t->prev_hit_rate = 0;
+    t->adjustment = 0;
+    t->hits = t->misses = 0;
+}
+
+/* Follows the owner's limits: C and the weights (see the top of lru_map.h). */
+static void tl_sync(yyc__lru_map *m) {
+    bool by_cost = m->lim_cost != SIZE_MAX;
+    bool bounded = by_cost || m->lim_count != SIZE_MAX;
+    size_t cap = by_cost ? m->lim_cost : bounded ? m->lim_count : m->count;
+    if (cap != m->tl.capacity || by_cost != m->tl.by_cost || bounded != m->tl.bounded)
+        tl_set_capacity(m, cap, by_cost, bounded);
+}
+
+/* Caffeine's increaseWindow / decreaseWindow: moves up to the adjustment's weight from main
+ * to the window or back, changing the maxima by what moved. */
+static void tl_increase_window(yyc__lru_map *m) {
+    yyc__tinylfu *t = &m->tl;
+    if (t->protected_max == 0) return;
+    size_t quota =
+        (size_t)t->adjustment < t->protected_max ? (size_t)t->adjustment : t->protected_max;
+    t->protected_max -= quota;
+    t->window_max += quota;
+    tl_demote(m);
+    for (int i = 0; i < 1000; i++) {
+        yyc__lru_node *n = tl_probation_lru(m);
+        if (!n || quota < tl_weight(m, n)) n = tl_protected_lru(m);
+        if (!n || quota < tl_weight(m, n)) break;
+        quota -= tl_weight(m, n);
+        tl_account(m, n, -1);
+        list_remove(m, n);
+        tl_set_seg(n, YYC__TL_WINDOW);
+        link_head(m, n);
+        tl_account(m, n, 1);
+    }
+    t->protected_max += quota;
+    t->window_max -= quota;
+    t->adjustment = (long long)quota;
+}
+
+static void tl_decrease_window(yyc__lru_map *m) {
+    yyc__tinylfu *t = &m->tl;
+    if (t->window_max <= 1) return;
+    size_t want = (size_t)-t->adjustment;
+    size_t quota = want < t->window_max - 1 ? want : t->window_max - 1;
+    t->protected_max += quota;
+    t->window_max -= quota;
+    for (int i = 0; i < 1000; i++) {
+        yyc__lru_node *n = tl_window_lru(m);
+        if (!n || quota < tl_weight(m, n)) break;
+        quota -= tl_weight(m, n);
+        tl_to_probation(m, n);
+    }
+    t->protected_max -= quota;
+    t->window_max += quota;
+    t->adjustment = -(long long)quota;
+}
+
+/* Caffeine's evictFromWindow: the window's oldest entries move to probation's head while the
+ * window, with pending more, weighs more than its maximum; as the candidates of the eviction
+ * under way, or (after an insert, the cache within its capacity) as plain probation entries. */
+static void tl_window_overflow(yyc__lru_map *m, size_t pending, bool as_candidates) {
+    yyc__tinylfu *t = &m->tl;
+    for (;;) {
+        size_t w = tl_window_weight(m);
+        yyc__lru_node *n = tl_window_lru(m);
+        if (!n || (w <= t->window_max && pending <= t->window_max - w)) break;
+        tl_to_probation(m, n);
+        if (!as_candidates) continue;
+        if (!t->cand) t->cand = n;
+        t->ncand++;
+    }
+}
+
+/* Caffeine's maintenance after a write, run after each insert: evictFromWindow (the cache is
+ * within its capacity: no candidates), then climb (determineAdjustment,
+ * demoteFromMainProtected, the adjustment). */
+static void tl_climb(yyc__lru_map *m) {
+    yyc__tinylfu *t = &m->tl;
+    tl_window_overflow(m, 0, false);
+    if (!t->bounded) {
+        tl_demote(m);
+        return;
+    }
+    if (!yyc__sketch_ready(&t->sketch)) {
+        t->prev_hit_rate = 0;
+        t->hits = t->misses = 0;
+    } else if (t->hits + t->misses >= t->sketch.sample_size) {
+        double rate = (double)t->hits / (double)(t->hits + t->misses);
+        double change = rate - t->prev_hit_rate;
+        double amount = change >= 0 ? t->step : -t->step;
+        t->step = (change >= 0.05 || change <= -0.05)
+                      ? 0.0625 * (double)t->capacity * (amount >= 0 ? 1 : -1)
+                      : 0.98 * amount;
+        t->prev_hit_rate = rate;
+        t->adjustment = (long long)amount;
+        t->hits = t->misses = 0;
+    }
+    tl_demote(m);
+    if (t->adjustment > 0) tl_increase_window(m);
+    else if (t->adjustment < 0) tl_decrease_window(m);
+}
+
+void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *n) {
+    if (yyc__sketch_ready(&m->tl.sketch)) yyc__sketch_increment(&m->tl.sketch, node_hash(m, n));
+    m->tl.hits++;
+    switch (tl_seg(n)) {
+    case YYC__TL_WINDOW:
+        if (n != m->head) {
+            list_remove(m, n);
+            link_head(m, n);
+        }
+        break;
+    case YYC__TL_PROBATION:
+        list_remove(m, n);
+        if (tl_weight(m, n) > m->tl.protected_max) {
+            tl_link_probation(m, n);
+        } else {
+            tl_set_seg(n, YYC__TL_PROTECTED);
+            tl_account(m, n, 1);
+            tl_link_protected(m, n);
+        }
+        break;
+    default:
+        if (n != m->main_head) {
+            list_remove(m, n);
+            tl_link_protected(m, n);
+        }
+        break;
+    }
+}
+
+/* Caffeine's admit: whether the candidate beats the victim. */
+static bool tl_admit(yyc__lru_map *m, const yyc__lru_node *cand, const yyc__lru_node *victim) {
+    if (!yyc__sketch_ready(&m->tl.sketch)) return false; /* nothing known: keep main's */
+    unsigned vf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, victim));
+    unsigned cf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, cand));
+    if (cf > vf) return true;
+    if (cf >= 6) { /* hash flooding defence: a warm candidate now and then */
+        uint64_t x = m->tl.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        m->tl.rng = x;
+        return (x & 127) == 0;
+    }
+    return false;
+}
+
+/* The next victim (not unlinked). inserting: the eviction makes room for a new key, of weight
+ * pending (1, or 0 when weights are costs: not known yet); then, without candidates from the
+ * window's excess, the window's oldest entry is the candidate (Caffeine's evictFromMain). A trim
+ * (not inserting) has no candidate from the window and takes probation's oldest, then the
+ * window's, then protected's (the entries hit in main go last). The map is not empty. */
+static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pending) {
+    yyc__tinylfu *t = &m->tl;
+    tl_sync(m);
+    if (!t->bounded) pending = 0;
+    tl_window_overflow(m, pending, true);
+    yyc__lru_node *cand = t->cand ? t->cand : inserting ? tl_window_lru(m) : NULL;
+    yyc__lru_node *victim = tl_probation_lru(m);
+    if (!victim) victim = inserting ? tl_protected_lru(m) : tl_window_lru(m);
+    if (!victim) victim = inserting ? tl_window_lru(m) : tl_protected_lru(m);
+    if (!cand || cand == victim) return victim;
+    if (t->bounded && tl_weight(m, cand) > t->capacity) return cand;
+    if (!tl_admit(m, cand, victim)) return cand;
+    if (cand == t->cand) { /* it stays; the next candidate is judged next time */
+        t->ncand--;
+        t->cand = t->ncand ? prev_of(cand) : NULL;
+    }
+    return victim;
+}
+
+/* Counts a key about to be inserted (Caffeine's AddTask) and sizes the sketch when the map
+ * is half full. A map without limits has no sketch (no memory for it; its trims take the
+ * oldest entries, the window's overflow first). */
+static void tl_before_insert(yyc__lru_map *m, uint64_t h) {
+    yyc__tinylfu *t = &m->tl;
+    tl_sync(m);
+    size_t weight = t->by_cost ? yyc__lru_map_total_cost(m) : m->count + 1;
+    if (t->bounded && weight >= t->capacity / 2)
+        yyc__sketch_ensure(&t->sketch, t->by_cost ? m->count + 1 : t->capacity);
+    yyc__sketch_increment(&t->sketch, h);
+    t->misses++;
+}
+
+/* yyc__lru_map_evict; inserting: to make room for a new key of weight pending (TinyLFU). */
+static yyc__lru_node *evict_pending(yyc__lru_map *m, size_t count_limit, size_t cost_limit,
+                                    bool inserting, size_t pending) {
     if (m->policy == YYC__POLICY_LRU) return yyc__lru_map_pop_tail(m);
     if (!m->tail) return NULL;
-    yyc__lru_node *n = m->policy == YYC__POLICY_SIEVE ? sieve_victim(m)
-                                                      : s3fifo_victim(m, count_limit, cost_limit);
+    m->lim_count = count_limit;
+    m->lim_cost = cost_limit;
+    if (m->policy == YYC__POLICY_S3FIFO) m->s3_evicted = true;
+    yyc__lru_node *n = m->policy == YYC__POLICY_SIEVE    ? sieve_victim(m)
+                       : m->policy == YYC__POLICY_S3FIFO ? s3fifo_victim(m)
+                                                         : tinylfu_victim(m, inserting, pending);
     uint64_t h = node_hash(m, n);
     bool to_ghost = in_small(m, n);
     unlink_hashed(m, n, h);
-    /* The ghost remembers as many keys as the main queue holds entries. */
-    if (to_ghost) yyc__ghost_push(&m->ghost, h, m->count - m->small_count);
+    if (to_ghost) { /* 9 C / 10 hashes (9 / 10 of the count when C is a cost) */
+        bool by_cost;
+        size_t cap = s3_capacity(m, &by_cost);
+        if (by_cost) cap = m->count + 1;
+        yyc__ghost_push(&m->ghost, h, cap / 10 * 9 + cap % 10 * 9 / 10);
+    }
     migrate_some(m);
     shrink_if_sparse(m);
     return n;
+}
+
+yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit) {
+    return evict_pending(m, count_limit, cost_limit, false, 0);
 }
 
 yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *key, size_t key_len,
@@ -834,14 +1192,22 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
+    m->lim_count = count_limit;
+    m->lim_cost = cost_limit;
+    /* S3-FIFO looks the key up in the ghost queue before evicting (libCacheSim's find, then
+     * evict, then insert): the eviction's ghost push cannot push this key's hash out first. */
+    int ghost_hit = m->policy == YYC__POLICY_S3FIFO ? yyc__ghost_take(&m->ghost, h) : -1;
+    bool tinylfu = m->policy == YYC__POLICY_TINYLFU;
+    if (tinylfu) tl_before_insert(m, h);
     if (m->count > 0 && m->count >= count_limit)
-        *evicted = yyc__lru_map_evict(m, count_limit, cost_limit);
+        *evicted = evict_pending(m, count_limit, cost_limit, true, tinylfu && !m->tl.by_cost);
     n = new_node(m, key, key_len);
     if (!n) return NULL;
-    if (!add_node(m, n, h)) {
+    if (!add_node(m, n, h, ghost_hit)) {
         free(n);
         return NULL;
     }
+    if (tinylfu) tl_climb(m);
     *inserted = true;
     return n;
 }
@@ -933,10 +1299,59 @@ static bool on_list(const yyc__lru_map *m, const yyc__lru_node *n) {
     return false;
 }
 
+/* TinyLFU's part of the invariants (see lru_map.h). */
+static bool check_tinylfu(const yyc__lru_map *m) {
+    const yyc__tinylfu *t = &m->tl;
+    CHECK(m->hand == NULL && m->small_count == 0 && yyc__ghost_count(&m->ghost) == 0);
+    CHECK(yyc__sketch_check(&t->sketch));
+    size_t wc = 0, wlo = 0, whi = 0, pc = 0, plo = 0, phi = 0;
+    uintptr_t prev_seg = YYC__TL_WINDOW;
+    const yyc__lru_node *first_main = NULL, *first_prob = NULL;
+    bool cand_seen = false;
+    size_t after_cand = 0;
+    for (const yyc__lru_node *n = m->tail; n; n = prev_of(n)) { /* tail first: see cand */
+        if (n == t->cand) cand_seen = true;
+        else if (cand_seen && tl_seg(n) == YYC__TL_PROBATION) after_cand++;
+    }
+    for (const yyc__lru_node *n = m->head; n; n = n->next) {
+        uintptr_t seg = tl_seg(n);
+        CHECK((n->prev_bits & YYC__NODE_BITS & ~YYC__TL_SEG) == 0);
+        CHECK(seg != 3);
+        /* order: window (0), protected (2), probation (1) */
+        int rank = seg == YYC__TL_WINDOW ? 0 : seg == YYC__TL_PROTECTED ? 1 : 2;
+        int prev_rank = prev_seg == YYC__TL_WINDOW ? 0 : prev_seg == YYC__TL_PROTECTED ? 1 : 2;
+        CHECK(rank >= prev_rank);
+        prev_seg = seg;
+        if (seg != YYC__TL_WINDOW && !first_main) first_main = n;
+        if (seg == YYC__TL_PROBATION && !first_prob) first_prob = n;
+        if (seg == YYC__TL_WINDOW) {
+            wc++;
+            sum_add(&wlo, &whi, n->cost);
+        } else if (seg == YYC__TL_PROTECTED) {
+            pc++;
+            sum_add(&plo, &phi, n->cost);
+        }
+    }
+    CHECK(m->main_head == first_main);
+    CHECK(t->prob_head == first_prob);
+    CHECK(wc == t->win_count && wlo == t->win_cost_lo && whi == t->win_cost_hi);
+    CHECK(pc == t->prot_count && plo == t->prot_cost_lo && phi == t->prot_cost_hi);
+    CHECK((t->cand == NULL) == (t->ncand == 0));
+    if (t->cand) {
+        CHECK(cand_seen && tl_seg(t->cand) == YYC__TL_PROBATION);
+        CHECK(t->ncand <= after_cand + 1);
+    }
+    return true;
+}
+
 /* The policy part of the invariants (see lru_map.h). */
 static bool check_policy(const yyc__lru_map *m) {
     CHECK(m->sweep == NULL || on_list(m, m->sweep));
+    if (m->policy != YYC__POLICY_TINYLFU)
+        CHECK(m->tl.prob_head == NULL && m->tl.cand == NULL && m->tl.win_count == 0 &&
+              m->tl.prot_count == 0 && m->tl.sketch.table == NULL);
     switch (m->policy) {
+    case YYC__POLICY_TINYLFU: return check_tinylfu(m);
     case YYC__POLICY_LRU:
         CHECK(m->hand == NULL && m->main_head == NULL);
         CHECK(m->small_count == 0 && yyc__ghost_count(&m->ghost) == 0);

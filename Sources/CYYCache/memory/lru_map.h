@@ -26,20 +26,51 @@
  *     the node's visited bit; evict moves a hand from where it stopped (else the tail) toward
  *     the head, clearing visited bits and wrapping to the tail past the head, and takes the first
  *     unvisited node; the hand stops at that node's neighbour toward the head.
- *   - S3-FIFO (Yang et al., SOSP'23): the list is the small queue (head .. the node before
- *     main_head) followed by the main queue (main_head .. tail), both in insertion order. A new
- *     key goes to the small queue's head, or to the main queue's head if its hash is in the
- *     ghost queue (which then forgets it). A hit adds 1 to the node's 2-bit frequency (at most
- *     3). evict takes from the small queue when it holds at least its target (10% of the
- *     capacity, see yyc__lru_map_evict) or when main is empty, else from main. From the small
- *     queue's tail: frequency > 1 (the paper's Algorithm 1) moves the node to main's head
- *     (frequency kept), else it is evicted and its hash goes to the ghost queue, which
- *     remembers as many hashes as main holds entries. From main's tail: frequency > 0 is
- *     decremented and the node moves to main's head, else it is evicted. One evict evicts
- *     exactly one node (the paper's Algorithm 1 may also evict from main when a move fills it;
- *     here main simply holds more until the next eviction).
+ *   - S3-FIFO, as libCacheSim 0.3.5's S3FIFO.c (its authors' reference; the variant that
+ *     inserts into main while the small queue is full before the first eviction), rule for
+ *     rule. The list is the small queue (head .. the node before main_head) followed by the
+ *     main queue (main_head .. tail), both in insertion order. The capacity C is the count
+ *     limit (entries), else the cost limit (cost), else the current count (entries); the small
+ *     queue's size is C / 10 and main's C - C / 10, measured in the same unit. A new key goes to
+ *     main's head if its hash is in the ghost queue (which then forgets it; looked up before
+ *     the eviction that makes room for it), else to main's head too while no eviction has
+ *     happened yet and the small queue is at its size, else to the small queue's head. A hit
+ *     adds 1 to the node's 2-bit frequency (at most 3: libCacheSim's uncapped counter is only
+ *     ever compared with 2 and capped at 3). evict evicts from main when main is over its size
+ *     or the small queue is empty, else from the small queue: its tail with frequency >= 2
+ *     moves to main's head with frequency 0, until a tail with frequency < 2 is evicted (its
+ *     hash to the ghost queue, which remembers 9 C / 10 hashes, or 9 / 10 of the count when C
+ *     is a cost) or the small queue is empty (then main). From main's tail: frequency > 0 goes
+ *     back to main's head with frequency - 1, else it is evicted. One deviation: libCacheSim
+ *     refuses (does not insert) a new object as large as the small queue (with unit sizes:
+ *     every key, when C < 20); here every key is admitted.
+ *   - Window TinyLFU, after Caffeine 3 (BoundedLocalCache's policy): the list is the window
+ *     (head .. the node before main_head, LRU order), then main's protected segment (main_head
+ *     .. the node before prob_head) and its probation segment (prob_head .. tail), each in LRU
+ *     order (most recent first). Capacity C and weights: the cost limit and costs when there is
+ *     a cost limit, else the count limit and 1 per entry, else the current count (unbounded:
+ *     no hill climbing). A new key is counted in the sketch and goes to the window's head. A
+ *     hit counts the key in the sketch and moves it to its segment's head (a probation entry:
+ *     to protected's head, unless heavier than protected's maximum). evict first moves the
+ *     window's oldest entries to probation's head while the window (with the incoming key)
+ *     weighs more than its maximum; they are the candidates, oldest first (none: when the
+ *     eviction makes room for a new key, the window's oldest entry is). The victim is
+ *     probation's oldest (else protected's, else the window's; a trim, making room for no new
+ *     key, takes the window's before protected's).
+ *     Candidate and victim the same entry, or a candidate heavier than C: it is evicted. Else
+ *     the victim is evicted if the candidate's sketch frequency is higher (the candidate stays
+ *     where it is), or, when the candidate's frequency is >= 6, with probability 1/128
+ *     (Caffeine's defence against hash flooding); else the candidate is evicted. Caffeine's
+ *     maintenance after a write (here: after an insert): the window's excess moves to
+ *     probation's head (not as candidates), then the hill climber
+ *     samples the hit rate over 10 x C accesses and moves the window's maximum by a step
+ *     (6.25 % of C, decaying by 0.98, restarting after a 5-point change), moving entries
+ *     between the window and main accordingly; protected's excess is demoted to probation's
+ *     head. The sketch is sized for C when the map is half full (Caffeine's rule); a map with
+ *     neither limit has none (every frequency reads 0: candidates lose).
  * The policy's per-node state lives in the low bits of the node's prev link (nodes are 16-byte
- * aligned), so every policy's node is the LRU node: no byte more per entry.
+ * aligned), so every policy's node is the LRU node: no byte more per entry (TinyLFU's sketch
+ * takes 8 bytes per entry of capacity, in the map).
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
@@ -76,6 +107,7 @@
 #include <stdint.h>
 
 #include "memory/s3fifo_ghost.h"
+#include "memory/tinylfu_sketch.h"
 
 /* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
  * chunk), + padding and value_size bytes in a map with inline values larger than a pointer.
@@ -131,18 +163,50 @@ typedef struct yyc__lru_node {
  *     of the list. S3-FIFO: only bits 0-2 are used; the nodes without the main bit come first
  *     (the small queue), main_head is the first node with it (NULL if none); small_count and
  *     small_cost are the small queue's count and exact cost sum; hand is NULL.
+ *     TinyLFU: only bits 0-1 are used (the segment); window nodes come first, then protected,
+ *     then probation; main_head is the first non-window node, tl.prob_head the first
+ *     probation node (NULL if none); the tl counts and cost sums are the segments'; tl.cand
+ *     is NULL or a probation node with tl.ncand - 1 probation nodes toward the head; hand is
+ *     NULL and the ghost empty. Other policies: the tl fields are zero.
  *   - sweep is NULL or a node of the list. */
 /* The eviction policies (YYC_EVICT_* in memory_cache.h have the same values). */
 typedef enum yyc__policy {
     YYC__POLICY_LRU = 0,
     YYC__POLICY_SIEVE = 1,
-    YYC__POLICY_S3FIFO = 2
+    YYC__POLICY_S3FIFO = 2,
+    YYC__POLICY_TINYLFU = 3
 } yyc__policy;
 
 #define YYC__NODE_BITS ((uintptr_t)15)
 #define YYC__SIEVE_VISITED ((uintptr_t)1)
 #define YYC__S3_FREQ ((uintptr_t)3)
 #define YYC__S3_MAIN ((uintptr_t)4)
+#define YYC__TL_SEG ((uintptr_t)3) /* TinyLFU: the node's segment */
+#define YYC__TL_WINDOW ((uintptr_t)0)
+#define YYC__TL_PROBATION ((uintptr_t)1)
+#define YYC__TL_PROTECTED ((uintptr_t)2)
+
+/* Window TinyLFU's state beyond the list (see the top of the file). Sizes are in the weight
+ * unit of the capacity (entries, or cost with a cost limit); the segments' counts and exact
+ * cost sums are both kept, so the unit may change with the limits. */
+typedef struct yyc__tinylfu {
+    yyc__sketch sketch;
+    struct yyc__lru_node *prob_head; /* newest probation node, NULL if probation is empty */
+    struct yyc__lru_node *cand;      /* oldest admission candidate not judged yet, or NULL */
+    size_t ncand;                    /* candidates from cand toward prob_head (0 iff !cand) */
+    size_t win_count, win_cost_lo, win_cost_hi;    /* the window's entries and cost */
+    size_t prot_count, prot_cost_lo, prot_cost_hi; /* protected's */
+    size_t capacity;      /* C the maxima below were set for (0: not set) */
+    bool by_cost;         /* weights are costs (a cost limit is set) */
+    bool bounded;         /* C is a limit (not the current count): the climber runs */
+    size_t window_max;    /* the window's maximum weight */
+    size_t protected_max; /* protected's maximum weight */
+    double step;          /* hill climber's next step (weight, signed) */
+    double prev_hit_rate; /* hit rate of the previous sample */
+    long long adjustment; /* window change still to make (weight, signed) */
+    size_t hits, misses;  /* accesses in the current sample */
+    uint64_t rng;         /* xorshift state for the random admission */
+} yyc__tinylfu;
 
 /* The node toward the head, or NULL. */
 static inline struct yyc__lru_node *yyc__lru_node_prev(const yyc__lru_node *n) {
@@ -178,6 +242,10 @@ typedef struct yyc__lru_map {
     size_t small_cost_lo;     /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
     size_t small_cost_hi;
     yyc__ghost ghost; /* S3-FIFO: hashes of keys recently evicted from the small queue */
+    size_t lim_count; /* the owner's count limit as last given to evict (SIZE_MAX: none) */
+    size_t lim_cost;  /* the owner's cost limit as last given to evict (SIZE_MAX: none) */
+    bool s3_evicted;  /* S3-FIFO: evict ran since the map was last empty by detach/destroy */
+    yyc__tinylfu tl;  /* TinyLFU (main_head is its first main node) */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -237,11 +305,15 @@ void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *node);
 /* Sets the eviction policy. Only while the map is empty (asserted); forgets the ghost queue. */
 void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy);
 
+/* TinyLFU's hit (see the top of the file). */
+void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *node);
+
 /* Records a hit on node by the policy: LRU moves it to the head, SIEVE sets its visited bit,
- * S3-FIFO adds 1 to its frequency (at most 3). Lookups that must not count (contains) do not
- * call it. */
+ * S3-FIFO adds 1 to its frequency (at most 3), TinyLFU counts it and moves it in its segment.
+ * Lookups that must not count (contains) do not call it. */
 static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
     switch (m->policy) {
+    case YYC__POLICY_TINYLFU: yyc__lru_map_tinylfu_hit(m, node); break;
     case YYC__POLICY_LRU: yyc__lru_map_move_to_head(m, node); break;
     case YYC__POLICY_SIEVE: node->prev_bits |= YYC__SIEVE_VISITED; break;
     case YYC__POLICY_S3FIFO:
@@ -252,10 +324,9 @@ static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
 
 /* Unlinks and returns the policy's victim (owned by the caller, as after unlink), or NULL if
  * the map is empty. LRU: the tail (as pop_tail). SIEVE and S3-FIFO: see the top of the file.
- * count_limit and cost_limit are the owner's limits (SIZE_MAX: none); S3-FIFO sizes its small
- * queue from them: 10% of count_limit entries (at least 1) when there is a count limit, else
- * 10% of cost_limit in cost when there is a cost limit, else 10% of the current count (at
- * least 1). May shrink the table, as pop_tail. */
+ * count_limit and cost_limit are the owner's limits (SIZE_MAX: none); the map remembers them
+ * (lim_count, lim_cost) for the policies' sizes (S3-FIFO's capacity C, see the top of the file).
+ * May shrink the table, as pop_tail. */
 yyc__lru_node *yyc__lru_map_evict(yyc__lru_map *m, size_t count_limit, size_t cost_limit);
 
 /* find_or_insert that makes room first: when key is new and the map holds count_limit entries

@@ -1224,7 +1224,8 @@ static void auto_trim_fire(void *arg) {
 /* --- eviction policy --- */
 
 int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy) {
-    if (!c || (policy != YYC_EVICT_LRU && policy != YYC_EVICT_SIEVE && policy != YYC_EVICT_S3FIFO))
+    if (!c || (policy != YYC_EVICT_LRU && policy != YYC_EVICT_SIEVE && policy != YYC_EVICT_S3FIFO &&
+               policy != YYC_EVICT_TINYLFU))
         return YYC_EINVAL;
     lock(c);
     int rc = YYC_OK;
@@ -1240,6 +1241,21 @@ yyc_eviction_policy yyc_memcache_policy(yyc_memcache *c) {
     yyc_eviction_policy p = (yyc_eviction_policy)c->map.policy;
     unlock(c);
     return p;
+}
+
+/* --- system memory pressure (the watcher in memory_pressure.c runs this handler) --- */
+
+static void pressure_handler(void *c) { yyc_memcache_handle_memory_warning(c); }
+
+int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on) {
+    if (!c) return YYC_EINVAL;
+    if (on) return yyc__memory_pressure_subscribe(c, pressure_handler);
+    yyc__memory_pressure_forget(c);
+    return YYC_OK;
+}
+
+bool yyc_memcache_responds_to_system_memory_pressure(yyc_memcache *c) {
+    return c && yyc__memory_pressure_subscribed(c);
 }
 
 /* --- events --- */

@@ -1,7 +1,9 @@
 /*
  * memory_pressure.c - the system memory-pressure watcher (yycache/memory_pressure.h): a
- * registry of opted-in memory caches and one thread per process that polls a pressure-stall
- * source and runs yyc_memcache_handle_memory_warning on each of them.
+ * registry of subscribers (opaque pointers, each with its handler: the opted-in memory caches,
+ * whose handler is their memory-warning handling) and one thread per process that polls a
+ * pressure-stall source and runs every subscriber's handler. It knows nothing of the memory
+ * cache: memory_cache.c subscribes (headers go one way, cache -> watcher).
  *
  * A watcher is a heap object owned by its thread, which is detached: the last opt-out may run
  * on the watcher's own thread (a memory-warning handler that frees its cache), where a join
@@ -56,8 +58,9 @@
 #define DEFAULT_TRIGGER "some 200000 2000000"
 
 typedef struct subscriber {
-    yyc_memcache *cache; /* NULL: an empty slot */
-    unsigned long round; /* the last handling pass that gave this cache its turn */
+    void *cache;              /* the subscriber (a memory cache); NULL: an empty slot */
+    yyc__pressure_handler fn; /* what a pressure event runs on it */
+    unsigned long round;      /* the last handling pass that gave this cache its turn */
 } subscriber;
 
 typedef struct watcher {
@@ -67,7 +70,7 @@ typedef struct watcher {
     int wake_fd;                       /* eventfd: written when stop is set */
     yyc_memory_pressure_source source; /* what fd is */
     bool stop;                         /* the thread leaves at its next wake-up */
-    yyc_memcache *delivering;          /* the cache being handled on the thread, or NULL */
+    void *delivering;                  /* the cache being handled on the thread, or NULL */
 } watcher;
 
 static struct {
@@ -321,7 +324,7 @@ static int choose_source(short *events, yyc_memory_pressure_source *source) {
 /* --- the watcher's thread --- */
 
 /* Whether some watcher other than the calling thread's is handling c (under the lock). */
-static bool handled_elsewhere_locked(const yyc_memcache *c) {
+static bool handled_elsewhere_locked(const void *c) {
     yyc__assert_held(&state.lock);
     for (watcher *w = state.watchers; w; w = w->next)
         if (w->delivering == c && w != current_watcher) return true;
@@ -345,10 +348,11 @@ static void handle_event(watcher *w) {
         if (next > state.mask) break;
         subscriber *s = &state.table[next++];
         s->round = round;
-        yyc_memcache *c = s->cache;
+        void *c = s->cache;
+        yyc__pressure_handler fn = s->fn;
         w->delivering = c; /* c cannot be freed or forgotten until this is cleared */
         unlock();
-        yyc_memcache_handle_memory_warning(c);
+        fn(c);
         lock();
         w->delivering = NULL;
         pthread_cond_broadcast(&state.changed);
@@ -482,7 +486,7 @@ static void stop_locked(void) {}
 /* --- the registry --- */
 
 /* The home slot of c in a table of mask + 1 slots. */
-static size_t home_of(const yyc_memcache *c, size_t mask) {
+static size_t home_of(const void *c, size_t mask) {
     uint64_t h = (uint64_t)(uintptr_t)c;
     h ^= h >> 29;
     h *= 0x9e3779b97f4a7c15ull;
@@ -490,7 +494,7 @@ static size_t home_of(const yyc_memcache *c, size_t mask) {
 }
 
 /* c's entry, or NULL (under the lock). */
-static subscriber *find_locked(const yyc_memcache *c) {
+static subscriber *find_locked(const void *c) {
     yyc__assert_held(&state.lock);
     if (!state.table) return NULL;
     for (size_t i = home_of(c, state.mask);; i = (i + 1) & state.mask) {
@@ -525,7 +529,7 @@ static void check_locked(void) {}
 #endif
 
 /* Adds c (not present) with the given round (under the lock). Returns false without memory. */
-static bool insert_locked(yyc_memcache *c, unsigned long round) {
+static bool insert_locked(void *c, yyc__pressure_handler fn, unsigned long round) {
     yyc__assert_held(&state.lock);
     if ((state.count + 1) * 2 > (state.table ? state.mask + 1 : 0)) {
         size_t cap = state.table ? (state.mask + 1) * 2 : 16;
@@ -544,7 +548,7 @@ static bool insert_locked(yyc_memcache *c, unsigned long round) {
     }
     size_t i = home_of(c, state.mask);
     while (state.table[i].cache) i = (i + 1) & state.mask;
-    state.table[i] = (subscriber){.cache = c, .round = round};
+    state.table[i] = (subscriber){.cache = c, .fn = fn, .round = round};
     state.count++;
     check_locked();
     return true;
@@ -576,7 +580,7 @@ static void remove_locked(subscriber *s) {
 
 /* Takes c out of the registry (under the lock; ends the watcher with the last cache), then
  * waits until no other thread's watcher is handling c. */
-static void forget_locked(yyc_memcache *c) {
+static void forget_locked(const void *c) {
     yyc__assert_held(&state.lock);
     subscriber *s = find_locked(c);
     if (s) {
@@ -586,15 +590,12 @@ static void forget_locked(yyc_memcache *c) {
     while (handled_elsewhere_locked(c)) pthread_cond_wait(&state.changed, &state.lock);
 }
 
-int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on) {
-    if (!c) return YYC_EINVAL;
+int yyc__memory_pressure_subscribe(void *c, yyc__pressure_handler fn) {
     pthread_once(&setup_once, setup);
     lock();
     int rc = YYC_OK;
-    if (!on) {
-        forget_locked(c);
-    } else if (!find_locked(c)) {
-        if (!insert_locked(c, state.round)) rc = YYC_ENOMEM;
+    if (!find_locked(c)) {
+        if (!insert_locked(c, fn, state.round)) rc = YYC_ENOMEM;
         else if (state.count == 1) state.active = start_locked();
     }
     check_locked();
@@ -602,8 +603,7 @@ int yyc_memcache_set_responds_to_system_memory_pressure(yyc_memcache *c, bool on
     return rc;
 }
 
-bool yyc_memcache_responds_to_system_memory_pressure(yyc_memcache *c) {
-    if (!c) return false;
+bool yyc__memory_pressure_subscribed(const void *c) {
     pthread_once(&setup_once, setup);
     lock();
     bool in = find_locked(c) != NULL;
@@ -622,10 +622,11 @@ yyc_memory_pressure_source yyc_memory_pressure_watcher_source(void) {
     return source;
 }
 
-void yyc__memory_pressure_forget(yyc_memcache *c) {
+void yyc__memory_pressure_forget(const void *c) {
     pthread_once(&setup_once, setup);
     lock();
     forget_locked(c);
+    check_locked();
     unlock();
 }
 
