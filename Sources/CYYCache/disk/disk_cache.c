@@ -103,7 +103,9 @@ void yyc__dc_deliver(const event_batch *b) {
 void yyc__dc_unlock_and_deliver(yyc_diskcache *dc) {
     event_batch b;
     yyc__dc_take_events_locked(dc, &b);
+    const void *checkpoint = dc->kv ? yyc__kv_take_due_checkpoint(dc->kv) : NULL;
     yyc__dc_unlock(&dc->lock);
+    yyc__kv_run_due_checkpoint(checkpoint); /* (the WAL's tail: its fsyncs without the lock) */
     yyc__dc_deliver(&b);
 }
 

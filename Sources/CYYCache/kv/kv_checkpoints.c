@@ -10,7 +10,10 @@
  * commit that finds the last job done and at most YYC__KV_CHECKPOINT_TAIL_PAGES pages beyond what
  * it copied copies the rest itself (a short passive checkpoint: only those pages), and a commit
  * that leaves YYC__KV_WAL_CAP_PAGES pages or more runs the queued job itself (or waits for the
- * running one) and then does the same.
+ * running one) and then does the same. A disk cache has the tail copied outside its lock
+ * (yyc__kv_set_tail_checkpoint_outside): the commit queues it, and the committing thread runs it
+ * once the core's lock is released, so that its fsyncs (15-20 ms on ext4) keep no other caller
+ * of the cache waiting; the writer still pays for it before its next write.
  * So the WAL stays under the cap plus one transaction, as with SQLite's own auto-checkpoint, while
  * the bulk of the copying (and its fsyncs) runs on the queue's thread. Measured (disk-latency
  * bench): a cycle of about 256 pages, not 1,000, also makes the restarts cheap, because the WAL
@@ -41,6 +44,10 @@
  */
 struct yyc__kv_checkpointer {
     pthread_mutex_t lock;
+    /* [lock] A copy of the WAL's tail is queued, not run in the commit (tail_outside, as
+     * kv->tail_outside); one was queued since the owner last took it (tail_due); the queued job
+     * is one (tail_job: the testing hook). */
+    bool tail_outside, tail_due, tail_job;
     bool queued;      /* [lock] */
     int caught_up;    /* [lock] */
     int trigger, cap; /* [lock] pages: queue a job / wait for it (testing: adjustable) */
@@ -84,7 +91,21 @@ static void count_checkpoint(int copied_now) {
     atomic_fetch_add(yyc__worker_is_current() ? &checkpoints_on_worker : &checkpoints_on_caller, 1);
 }
 #define NOTE_IN_SQLITE(delta) atomic_fetch_add(&jobs_in_sqlite, (delta))
+
+static void (*_Atomic tail_copy_hook)(void *);
+static void *_Atomic tail_copy_ctx;
+
+void yyc__kv_testing_set_tail_copy_hook(void (*fn)(void *ctx), void *ctx) {
+    atomic_store(&tail_copy_ctx, ctx);
+    atomic_store(&tail_copy_hook, fn);
+}
+
+static void tail_copy_begins(void) {
+    void (*fn)(void *) = atomic_load(&tail_copy_hook);
+    if (fn) fn(atomic_load(&tail_copy_ctx));
+}
 #else
+#define tail_copy_begins() ((void)0)
 #define count_checkpoint(copied_now) ((void)(copied_now))
 #define NOTE_IN_SQLITE(delta) ((void)0)
 #endif
@@ -96,7 +117,10 @@ static void checkpoint_job(void *arg) {
     pthread_mutex_lock(&c->lock);
     int mode = c->truncate ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE;
     c->truncate = false;
+    bool tail = c->tail_job;
+    c->tail_job = false;
     pthread_mutex_unlock(&c->lock);
+    if (tail) tail_copy_begins();
     pthread_mutex_lock(&fork_lock);
     NOTE_IN_SQLITE(1);
     if (!c->db) {
@@ -141,8 +165,14 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
     }
     bool copy_rest = false;
     if (!c->queued) {
-        if (pages >= c->cap ||
-            (c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES)) {
+        bool tail = c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES;
+        if (tail && pages < c->cap && c->tail_outside &&
+            yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
+            /* The owner runs it once its own lock is released (yyc__kv_run_due_checkpoint):
+             * its fsync keeps no other caller waiting. */
+            c->queued = c->tail_due = c->tail_job = true;
+            c->caught_up = -1;
+        } else if (pages >= c->cap || tail) {
             copy_rest = true;
             c->caught_up = -1;
         } else if (yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
@@ -151,6 +181,7 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
     }
     pthread_mutex_unlock(&c->lock);
     if (copy_rest) {
+        tail_copy_begins();
         int frames = -1, copied = -1;
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
         count_checkpoint(copied);
@@ -169,6 +200,7 @@ int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db) {
         return YYC_ENOMEM;
     }
     c->caught_up = -1;
+    c->tail_outside = kv->tail_outside;
     c->trigger = YYC__KV_CHECKPOINT_PAGES;
     c->cap = YYC__KV_WAL_CAP_PAGES;
     memcpy(c->db_path, kv->db_path, len);
@@ -179,12 +211,37 @@ int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db) {
     return YYC_OK;
 }
 
+void yyc__kv_set_tail_checkpoint_outside(yyc_kv *kv, bool on) {
+    kv->tail_outside = on;
+    yyc__kv_checkpointer *c = kv->checkpointer;
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    c->tail_outside = on;
+    pthread_mutex_unlock(&c->lock);
+}
+
+const void *yyc__kv_take_due_checkpoint(yyc_kv *kv) {
+    yyc__kv_checkpointer *c = kv->checkpointer;
+    if (!c) return NULL;
+    pthread_mutex_lock(&c->lock);
+    bool due = c->tail_due;
+    c->tail_due = false;
+    pthread_mutex_unlock(&c->lock);
+    return due ? c : NULL;
+}
+
+/* (token is only compared with the jobs' owners, never followed: the checkpointer may be gone.) */
+void yyc__kv_run_due_checkpoint(const void *token) {
+    if (token) yyc__worker_drain(token);
+}
+
 void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv) {
     yyc__kv_checkpointer *c = kv->checkpointer;
     bool queued = false;
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->truncate = true;
+        c->tail_due = false; /* (a queued tail copy truncates too: on the queue, not the caller) */
         if (!c->queued && yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK)
             c->queued = true;
         queued = c->queued;
