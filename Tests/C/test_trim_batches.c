@@ -357,9 +357,12 @@ static void a_get_completes_while_a_trim_copies_the_wal_tail(void **state) {
     yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
     gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
     assert_int_equal(yyc__worker_async(YYC__QUEUE_CHECKPOINT, &g, wait_at_gate, &g), YYC_OK);
-    yyc_diskcache *dc = filled_cache(dir);
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
     char key[32];
-    for (int i = N; tk_file_size(dir, "manifest.sqlite-wal") < 300LL * (4096 + 24); i++) {
+    /* (well below the 1,000 pages at which a writer waits for the job) */
+    for (int i = 0; tk_file_size(dir, "manifest.sqlite-wal") < 300LL * (4096 + 24); i++) {
         key_of(key, sizeof key, i);
         assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
     }
@@ -369,7 +372,7 @@ static void a_get_completes_while_a_trim_copies_the_wal_tail(void **state) {
      * all of it: the trim's commit then leaves a few pages beyond what the checkpoint copied. */
     sqlite3 *reader = tk_raw_open(dir);
     tk_raw_exec(reader, "begin;");
-    assert_true(tk_raw_int(reader, "select count(*) from manifest;") >= N);
+    assert_true(tk_raw_int(reader, "select count(*) from manifest;") > 1);
     pthread_mutex_lock(&g.lock);
     g.open = true;
     pthread_cond_signal(&g.cond);

@@ -157,6 +157,23 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
         pthread_mutex_unlock(&c->lock);
         return SQLITE_OK;
     }
+    bool tail = c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES;
+    if (c->tail_outside && (pages >= c->cap || (tail && !c->queued))) {
+        /* The copy of the rest (or, past the cap, the wait for the job) is the owner's once its
+         * own lock is released (yyc__kv_run_due_checkpoint): the fsyncs keep no other caller
+         * waiting, and the writer still waits before its next write. */
+        if (!c->queued &&
+            yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
+            c->queued = c->tail_job = true;
+            c->caught_up = -1;
+        }
+        if (c->queued) {
+            c->tail_due = true;
+            pthread_mutex_unlock(&c->lock);
+            return SQLITE_OK;
+        }
+        /* (no job could be queued: here and now, as without the owner) */
+    }
     if (pages >= c->cap && c->queued) {
         /* Past the cap: the queued job runs here (or the running one is waited for). */
         pthread_mutex_unlock(&c->lock);
@@ -165,14 +182,8 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
     }
     bool copy_rest = false;
     if (!c->queued) {
-        bool tail = c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES;
-        if (tail && pages < c->cap && c->tail_outside &&
-            yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
-            /* The owner runs it once its own lock is released (yyc__kv_run_due_checkpoint):
-             * its fsync keeps no other caller waiting. */
-            c->queued = c->tail_due = c->tail_job = true;
-            c->caught_up = -1;
-        } else if (pages >= c->cap || tail) {
+        if (pages >= c->cap ||
+            (c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES)) {
             copy_rest = true;
             c->caught_up = -1;
         } else if (yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
