@@ -42,8 +42,8 @@ static yyc_diskcache *filled_cache(const char *dir) {
     return dc;
 }
 
-/* Another thread: reads the most recently written key and writes a new one. */
-static void *other_thread(void *arg) {
+/* Reads the most recently written key (its value is the key). */
+static void *get_newest(void *arg) {
     probe *p = arg;
     char key[32];
     key_of(key, sizeof key, N - 1);
@@ -52,6 +52,13 @@ static void *other_thread(void *arg) {
     p->get_rc = yyc_diskcache_get(p->dc, key, &v, &len);
     p->value_ok = p->get_rc == YYC_OK && len == strlen(key) && memcmp(v, key, len) == 0;
     yyc_free(v);
+    return NULL;
+}
+
+/* Another thread: reads the most recently written key and writes a new one. */
+static void *other_thread(void *arg) {
+    probe *p = arg;
+    get_newest(p);
     p->set_rc = yyc_diskcache_set(p->dc, "written-mid-trim", "x", 1, NULL, 0);
     return NULL;
 }
@@ -325,18 +332,6 @@ typedef struct tail_probe {
     probe p;
     int copies; /* tail copies begun */
 } tail_probe;
-
-static void *get_newest(void *arg) {
-    probe *p = arg;
-    char key[32];
-    key_of(key, sizeof key, N - 1);
-    void *v = NULL;
-    size_t len = 0;
-    p->get_rc = yyc_diskcache_get(p->dc, key, &v, &len);
-    p->value_ok = p->get_rc == YYC_OK && len == strlen(key) && memcmp(v, key, len) == 0;
-    yyc_free(v);
-    return NULL;
-}
 
 static void on_tail_copy(void *ctx) {
     tail_probe *t = ctx;

@@ -10,10 +10,12 @@
  * commit that finds the last job done and at most YYC__KV_CHECKPOINT_TAIL_PAGES pages beyond what
  * it copied copies the rest itself (a short passive checkpoint: only those pages), and a commit
  * that leaves YYC__KV_WAL_CAP_PAGES pages or more runs the queued job itself (or waits for the
- * running one) and then does the same. A disk cache has the tail copied outside its lock
- * (yyc__kv_set_tail_checkpoint_outside): the commit queues it, and the committing thread runs it
- * once the core's lock is released, so that its fsyncs (15-20 ms on ext4) keep no other caller
- * of the cache waiting; the writer still pays for it before its next write.
+ * running one) and then does the same. A disk cache has both done outside its lock
+ * (yyc__kv_set_tail_checkpoint_outside): the commit queues the job (or finds one queued or
+ * running), and the committing thread runs it or waits for it once the core's lock is released,
+ * so that the fsyncs (15-60 ms on ext4) keep no other caller of the cache waiting; the writer
+ * still pays for them before its next write, so the WAL stays under the cap plus the
+ * transactions other threads commit meanwhile.
  * So the WAL stays under the cap plus one transaction, as with SQLite's own auto-checkpoint, while
  * the bulk of the copying (and its fsyncs) runs on the queue's thread. Measured (disk-latency
  * bench): a cycle of about 256 pages, not 1,000, also makes the restarts cheap, because the WAL
@@ -44,10 +46,13 @@
  */
 struct yyc__kv_checkpointer {
     pthread_mutex_t lock;
-    /* [lock] A copy of the WAL's tail is queued, not run in the commit (tail_outside, as
-     * kv->tail_outside); one was queued since the owner last took it (tail_due); the queued job
-     * is one (tail_job: the testing hook). */
-    bool tail_outside, tail_due, tail_job;
+    /* [lock] The owner runs or waits for the checkpoint a commit would copy or wait for
+     * (tail_outside, as kv->tail_outside); the queued job was queued so (tail_job: the testing
+     * hook). tail_due: one is due since the owner last took it (written under the lock, read
+     * and cleared without it by yyc__kv_take_due_checkpoint, which every call of the owner runs).
+     */
+    bool tail_outside, tail_job;
+    atomic_bool tail_due;
     bool queued;      /* [lock] */
     int caught_up;    /* [lock] */
     int trigger, cap; /* [lock] pages: queue a job / wait for it (testing: adjustable) */
@@ -168,7 +173,7 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
             c->caught_up = -1;
         }
         if (c->queued) {
-            c->tail_due = true;
+            atomic_store_explicit(&c->tail_due, true, memory_order_relaxed);
             pthread_mutex_unlock(&c->lock);
             return SQLITE_OK;
         }
@@ -234,11 +239,8 @@ void yyc__kv_set_tail_checkpoint_outside(yyc_kv *kv, bool on) {
 const void *yyc__kv_take_due_checkpoint(yyc_kv *kv) {
     yyc__kv_checkpointer *c = kv->checkpointer;
     if (!c) return NULL;
-    pthread_mutex_lock(&c->lock);
-    bool due = c->tail_due;
-    c->tail_due = false;
-    pthread_mutex_unlock(&c->lock);
-    return due ? c : NULL;
+    if (!atomic_load_explicit(&c->tail_due, memory_order_relaxed)) return NULL;
+    return atomic_exchange_explicit(&c->tail_due, false, memory_order_relaxed) ? c : NULL;
 }
 
 /* (token is only compared with the jobs' owners, never followed: the checkpointer may be gone.) */
@@ -252,7 +254,8 @@ void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv) {
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->truncate = true;
-        c->tail_due = false; /* (a queued tail copy truncates too: on the queue, not the caller) */
+        /* (a queued copy truncates too: on the queue, not the caller) */
+        atomic_store_explicit(&c->tail_due, false, memory_order_relaxed);
         if (!c->queued && yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK)
             c->queued = true;
         queued = c->queued;

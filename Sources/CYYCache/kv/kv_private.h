@@ -61,11 +61,13 @@ bool yyc__kv_space_is_short(yyc_kv *kv);
 void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv);
 
 /* The commit that finds the last background checkpoint done and only a few pages beyond it
- * copies them itself (kv_checkpoints.c), with two fsyncs. With on, it queues that copy instead,
- * for the owner to run after releasing its own lock (a disk cache: so that no caller waits behind
- * those fsyncs): yyc__kv_take_due_checkpoint, under the owner's lock, returns a token (NULL:
- * nothing due); yyc__kv_run_due_checkpoint(token), after it, runs the queued copy on this thread
- * or waits for the running one (blocks; safe after the kv closed: the token is never followed). */
+ * copies them itself (kv_checkpoints.c), with two fsyncs, and a commit past the WAL's cap waits
+ * for the checkpoint. With on, such a commit queues the job instead (or finds it queued or
+ * running), for the owner to run or wait for after releasing its own lock (a disk cache: so that
+ * no caller waits behind those fsyncs): yyc__kv_take_due_checkpoint, under the owner's lock,
+ * returns a token (NULL: nothing due); yyc__kv_run_due_checkpoint(token), after it, runs the
+ * queued job on this thread or waits for the running one (blocks; safe after the kv closed: the
+ * token is never followed). */
 void yyc__kv_set_tail_checkpoint_outside(yyc_kv *kv, bool on);
 const void *yyc__kv_take_due_checkpoint(yyc_kv *kv);
 void yyc__kv_run_due_checkpoint(const void *token);
