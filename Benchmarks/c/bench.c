@@ -52,6 +52,7 @@
 #pragma weak yyc_diskcache_release
 #pragma weak yyc_diskcache_set
 #pragma weak yyc_diskcache_get
+#pragma weak yyc_diskcache_set_page_cache_size
 #pragma weak yyc_cache_open
 #pragma weak yyc_cache_free
 #pragma weak yyc_cache_set
@@ -70,6 +71,7 @@ static struct {
     bool full;          /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
     long scale_entries; /* disk-scale: entries in the manifest */
+    long page_cache;    /* yyc_diskcache page cache in bytes (0: the default) */
     int reps, warmup, threads;
     uint64_t seed;
     double zipf_s;
@@ -623,6 +625,8 @@ static void *dc_open(const char *dir) {
         fprintf(stderr, "bench-c: yyc_diskcache_open: %s\n", yyc_strerror(rc));
         exit(2);
     }
+    if (opt.page_cache > 0 && yyc_diskcache_set_page_cache_size)
+        yyc_diskcache_set_page_cache_size(dc, opt.page_cache);
     return dc;
 }
 static int dc_put(void *ctx, const char *key, const void *v, size_t len) {
@@ -1009,6 +1013,7 @@ static void usage(void) {
         stderr,
         "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|disk-scale|footprint]\n"
         "       [--scale-entries N] (disk-scale: entries, default 100000)\n"
+        "       [--page-cache BYTES] (yyc_diskcache_set_page_cache_size; default: the library's)\n"
         "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
         "       [--ops-per-thread N] [--reps N] [--warmup N] [--threads N] [--dir PATH] [--seed N]\n"
         "       [--phase set_fresh|set_noresize|get_seq|get_random|get_miss50] (memory groups only)\n"
@@ -1043,6 +1048,7 @@ int main(int argc, char **argv) {
         else if (OPT("--keys")) opt.keys = atol(v);
         else if (OPT("--disk-keys")) opt.disk_keys = atol(v);
         else if (OPT("--scale-entries")) opt.scale_entries = atol(v);
+        else if (OPT("--page-cache")) opt.page_cache = atol(v);
         else if (OPT("--ops-per-thread")) opt.ops_per_thread = atol(v);
         else if (OPT("--reps")) opt.reps = atoi(v);
         else if (OPT("--warmup")) opt.warmup = atoi(v);

@@ -121,6 +121,28 @@ static void crc32c_matches_reference_around_block_boundaries(void **state) {
     free(buf);
 }
 
+/* Random inputs of random lengths (up to 256 KB) at random offsets: the hardware path gives the
+ * table code's result. */
+static void crc32c_hardware_and_tables_agree_on_random_inputs_lengths_and_alignments(void **state) {
+    (void)state;
+    enum { CAP = 256 * 1024 + 64, ROUNDS = 400 };
+    unsigned char *buf = malloc(CAP);
+    assert_non_null(buf);
+    uint64_t seed = 4;
+    for (int round = 0; round < ROUNDS; round++) {
+        unsigned char r[8];
+        fill_random(r, sizeof r, seed++);
+        uint64_t x;
+        memcpy(&x, r, sizeof x);
+        size_t off = (size_t)(x % 64);
+        size_t len = (size_t)((x >> 8) % (round % 4 == 0 ? CAP - 64 : 8192));
+        fill_random(buf + off, len, seed++);
+        uint32_t want = yyc__crc32c_soft(buf + off, len), got = yyc__crc32c(buf + off, len);
+        if (got != want) fail_msg("len %zu off %zu: want %08x, got %08x", len, off, want, got);
+    }
+    free(buf);
+}
+
 typedef struct crc_job {
     const unsigned char *buf;
     size_t len;
@@ -163,6 +185,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(crc32c_matches_known_vectors),
         cmocka_unit_test(crc32c_matches_reference_for_every_short_length_and_alignment),
         cmocka_unit_test(crc32c_matches_reference_around_block_boundaries),
+        cmocka_unit_test(crc32c_hardware_and_tables_agree_on_random_inputs_lengths_and_alignments),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     if (!yyc__crc32c_hw_available()) print_message("crc32c: no hardware path on this CPU\n");

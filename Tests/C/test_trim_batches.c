@@ -8,6 +8,7 @@
 #include "test_kv_support.h"
 
 #include "platform/internal.h"
+#include "kv/kv_private.h"
 
 #include <pthread.h>
 #include <sys/stat.h>
@@ -41,8 +42,8 @@ static yyc_diskcache *filled_cache(const char *dir) {
     return dc;
 }
 
-/* Another thread: reads the most recently written key and writes a new one. */
-static void *other_thread(void *arg) {
+/* Reads the most recently written key (its value is the key). */
+static void *get_newest(void *arg) {
     probe *p = arg;
     char key[32];
     key_of(key, sizeof key, N - 1);
@@ -51,6 +52,13 @@ static void *other_thread(void *arg) {
     p->get_rc = yyc_diskcache_get(p->dc, key, &v, &len);
     p->value_ok = p->get_rc == YYC_OK && len == strlen(key) && memcmp(v, key, len) == 0;
     yyc_free(v);
+    return NULL;
+}
+
+/* Another thread: reads the most recently written key and writes a new one. */
+static void *other_thread(void *arg) {
+    probe *p = arg;
+    get_newest(p);
     p->set_rc = yyc_diskcache_set(p->dc, "written-mid-trim", "x", 1, NULL, 0);
     return NULL;
 }
@@ -315,6 +323,74 @@ static void a_long_trim_truncates_the_wal_on_the_checkpoint_queue(void **state) 
     free(dir);
 }
 
+/* The copy of the WAL's last pages that a commit makes when the last background checkpoint
+ * left only a few behind (kv_checkpoints.c) fsyncs the manifest twice (15-20 ms on ext4): a
+ * trim's commit leaves it to be run without the core's lock, so that another thread's get
+ * completes while it runs. The hook runs when the copy begins; a deadline only keeps a held
+ * lock from hanging the test. */
+typedef struct tail_probe {
+    probe p;
+    int copies; /* tail copies begun */
+} tail_probe;
+
+static void on_tail_copy(void *ctx) {
+    tail_probe *t = ctx;
+    if (t->copies++ != 0) return;
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, get_newest, &t->p), 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    t->p.joined = pthread_timedjoin_np(th, NULL, &deadline) == 0;
+    if (!t->p.joined) pthread_detach(th);
+}
+
+static void a_get_completes_while_a_trim_copies_the_wal_tail(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("trim-tail");
+    /* The checkpoint queue held until the WAL has more than a checkpoint's worth of pages. */
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+    assert_int_equal(yyc__worker_async(YYC__QUEUE_CHECKPOINT, &g, wait_at_gate, &g), YYC_OK);
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(dc, 0);
+    char key[32];
+    /* (well below the 1,000 pages at which a writer waits for the job) */
+    for (int i = 0; tk_file_size(dir, "manifest.sqlite-wal") < 300LL * (4096 + 24); i++) {
+        key_of(key, sizeof key, i);
+        assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    }
+    key_of(key, sizeof key, N - 1);
+    assert_int_equal(yyc_diskcache_set(dc, key, key, strlen(key), NULL, 0), YYC_OK);
+    /* A reader of this snapshot keeps the WAL from restarting, not the checkpoint from copying
+     * all of it: the trim's commit then leaves a few pages beyond what the checkpoint copied. */
+    sqlite3 *reader = tk_raw_open(dir);
+    tk_raw_exec(reader, "begin;");
+    assert_true(tk_raw_int(reader, "select count(*) from manifest;") > 1);
+    pthread_mutex_lock(&g.lock);
+    g.open = true;
+    pthread_cond_signal(&g.cond);
+    pthread_mutex_unlock(&g.lock);
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    tail_probe t = {.p = {.dc = dc}};
+    yyc__kv_testing_set_tail_copy_hook(on_tail_copy, &t);
+    int64_t count = 0;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_int_equal(yyc_diskcache_trim_to_count(dc, count - 1), YYC_OK);
+    yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
+    yyc__kv_testing_set_tail_copy_hook(NULL, NULL);
+    tk_raw_exec(reader, "commit;");
+    sqlite3_close(reader);
+    assert_int_equal(t.copies, 1);
+    assert_true(t.p.joined);
+    assert_int_equal(t.p.get_rc, YYC_OK);
+    assert_true(t.p.value_ok);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_count_trim),
     cmocka_unit_test(a_get_and_a_set_complete_between_batches_of_a_long_cost_trim),
@@ -323,6 +399,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_close_between_batches_ends_the_trim_with_closed),
     cmocka_unit_test(a_long_trim_truncates_the_wal_on_the_checkpoint_queue),
     cmocka_unit_test(a_trim_writes_many_noted_access_times_in_chunks_and_decides_on_all),
+    cmocka_unit_test(a_get_completes_while_a_trim_copies_the_wal_tail),
 };
 
 YYC_TEST_MAIN(tests)

@@ -229,6 +229,20 @@ YYC_API void yyc_diskcache_set_age_limit(yyc_diskcache *dc, double seconds);
 YYC_API double yyc_diskcache_age_limit(yyc_diskcache *dc);
 YYC_API void yyc_diskcache_set_free_disk_space_limit(yyc_diskcache *dc, int64_t bytes);
 YYC_API int64_t yyc_diskcache_free_disk_space_limit(yyc_diskcache *dc);
+/* The page cache of the core's manifest connection (SQLite's cache_size), in bytes: how much of
+ * the manifest (its rows, its key index) stays in memory between calls. Default
+ * YYC_DISKCACHE_DEFAULT_PAGE_CACHE_SIZE (SQLite's default, 2,000 KiB); a cache that holds many
+ * entries reads and writes with fewer system calls when the whole key index fits (about 50 bytes
+ * per entry with short keys, plus the rows read often). The size is rounded up to whole KiB; 0 or
+ * less restores the default. It takes effect at once and is kept when the connection is opened
+ * again. Memory-mapped reads of the manifest stay off whatever the size: a file that another
+ * process truncates, or a failing disk, would kill this process with SIGBUS instead of failing one
+ * read. Core-wide, like the other settings. Returns: YYC_OK, YYC_EINVAL (NULL cache), YYC_ECLOSED.
+ * Thread-safe; waits for the call that holds the core, if any. */
+#define YYC_DISKCACHE_DEFAULT_PAGE_CACHE_SIZE ((int64_t)2000 * 1024)
+YYC_API int yyc_diskcache_set_page_cache_size(yyc_diskcache *dc, int64_t bytes);
+/* The page cache size in bytes (the default before any setting); 0 for a NULL or closed cache. */
+YYC_API int64_t yyc_diskcache_page_cache_size(yyc_diskcache *dc);
 /* Seconds between auto-trims (default 60); <= 0 or NaN pauses it. */
 YYC_API void yyc_diskcache_set_auto_trim_interval(yyc_diskcache *dc, double seconds);
 YYC_API double yyc_diskcache_auto_trim_interval(yyc_diskcache *dc);

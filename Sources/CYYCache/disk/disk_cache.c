@@ -99,11 +99,14 @@ void yyc__dc_deliver(const event_batch *b) {
     yyc__error_restore(&saved);
 }
 
-/* Releases the core's lock, then hands the queued events to the hook. */
+/* Releases the core's lock, runs the checkpoint a commit left due (kv_checkpoints.c), then hands
+ * the queued events to the hook. */
 void yyc__dc_unlock_and_deliver(yyc_diskcache *dc) {
     event_batch b;
     yyc__dc_take_events_locked(dc, &b);
+    const void *checkpoint = dc->kv ? yyc__kv_take_due_checkpoint(dc->kv) : NULL;
     yyc__dc_unlock(&dc->lock);
+    yyc__kv_run_due_checkpoint(checkpoint); /* (a commit's checkpoint: fsyncs, no lock held) */
     yyc__dc_deliver(&b);
 }
 

@@ -154,7 +154,10 @@ static void commit_as_committer(yyc_diskcache *dc, write_req *own, bool waited) 
     commit_incoming_locked(dc);
     event_batch events;
     yyc__dc_take_events_locked(dc, &events);
+    const void *checkpoint = dc->kv ? yyc__kv_take_due_checkpoint(dc->kv) : NULL;
     yyc__dc_unlock(&dc->lock);
+    /* (the checkpoint a commit left due, with the baton: the writers wait, not the readers) */
+    yyc__kv_run_due_checkpoint(checkpoint);
     atomic_store_explicit(&dc->committer, false, memory_order_release);
     wake_waiters(dc);
     yyc__dc_deliver(&events);

@@ -91,6 +91,7 @@ static int open_storage(yyc_diskcache *dc) {
     if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_write_access_times_fire, dc,
                                        ACCESS_WRITE_INTERVAL, &dc->access_timer) == YYC_OK)
         yyc__kv_set_deferred_access_times(dc->kv, true); /* (no timer: reads write them) */
+    if (rc == YYC_OK) yyc__kv_set_tail_checkpoint_outside(dc->kv, true); /* (unlock_and_deliver) */
     if (rc == YYC_OK) {
         rc = yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_auto_trim, dc, dc->interval, &dc->timer);
         if (rc != YYC_OK) {

@@ -10,7 +10,12 @@
  * commit that finds the last job done and at most YYC__KV_CHECKPOINT_TAIL_PAGES pages beyond what
  * it copied copies the rest itself (a short passive checkpoint: only those pages), and a commit
  * that leaves YYC__KV_WAL_CAP_PAGES pages or more runs the queued job itself (or waits for the
- * running one) and then does the same.
+ * running one) and then does the same. A disk cache has both done outside its lock
+ * (yyc__kv_set_tail_checkpoint_outside): the commit queues the job (or finds one queued or
+ * running), and the committing thread runs it or waits for it once the core's lock is released,
+ * so that the fsyncs (15-60 ms on ext4) keep no other caller of the cache waiting; the writer
+ * still pays for them before its next write, so the WAL stays under the cap plus the
+ * transactions other threads commit meanwhile.
  * So the WAL stays under the cap plus one transaction, as with SQLite's own auto-checkpoint, while
  * the bulk of the copying (and its fsyncs) runs on the queue's thread. Measured (disk-latency
  * bench): a cycle of about 256 pages, not 1,000, also makes the restarts cheap, because the WAL
@@ -41,6 +46,13 @@
  */
 struct yyc__kv_checkpointer {
     pthread_mutex_t lock;
+    /* [lock] The owner runs or waits for the checkpoint a commit would copy or wait for
+     * (tail_outside, as kv->tail_outside); the queued job was queued so (tail_job: the testing
+     * hook). tail_due: one is due since the owner last took it (written under the lock, read
+     * and cleared without it by yyc__kv_take_due_checkpoint, which every call of the owner runs).
+     */
+    bool tail_outside, tail_job;
+    atomic_bool tail_due;
     bool queued;      /* [lock] */
     int caught_up;    /* [lock] */
     int trigger, cap; /* [lock] pages: queue a job / wait for it (testing: adjustable) */
@@ -84,7 +96,21 @@ static void count_checkpoint(int copied_now) {
     atomic_fetch_add(yyc__worker_is_current() ? &checkpoints_on_worker : &checkpoints_on_caller, 1);
 }
 #define NOTE_IN_SQLITE(delta) atomic_fetch_add(&jobs_in_sqlite, (delta))
+
+static void (*_Atomic tail_copy_hook)(void *);
+static void *_Atomic tail_copy_ctx;
+
+void yyc__kv_testing_set_tail_copy_hook(void (*fn)(void *ctx), void *ctx) {
+    atomic_store(&tail_copy_ctx, ctx);
+    atomic_store(&tail_copy_hook, fn);
+}
+
+static void tail_copy_begins(void) {
+    void (*fn)(void *) = atomic_load(&tail_copy_hook);
+    if (fn) fn(atomic_load(&tail_copy_ctx));
+}
 #else
+#define tail_copy_begins() ((void)0)
 #define count_checkpoint(copied_now) ((void)(copied_now))
 #define NOTE_IN_SQLITE(delta) ((void)0)
 #endif
@@ -96,7 +122,10 @@ static void checkpoint_job(void *arg) {
     pthread_mutex_lock(&c->lock);
     int mode = c->truncate ? SQLITE_CHECKPOINT_TRUNCATE : SQLITE_CHECKPOINT_PASSIVE;
     c->truncate = false;
+    bool tail = c->tail_job;
+    c->tail_job = false;
     pthread_mutex_unlock(&c->lock);
+    if (tail) tail_copy_begins();
     pthread_mutex_lock(&fork_lock);
     NOTE_IN_SQLITE(1);
     if (!c->db) {
@@ -133,6 +162,23 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
         pthread_mutex_unlock(&c->lock);
         return SQLITE_OK;
     }
+    bool tail = c->caught_up > 0 && pages - c->caught_up <= YYC__KV_CHECKPOINT_TAIL_PAGES;
+    if (c->tail_outside && (pages >= c->cap || (tail && !c->queued))) {
+        /* The copy of the rest (or, past the cap, the wait for the job) is the owner's once its
+         * own lock is released (yyc__kv_run_due_checkpoint): the fsyncs keep no other caller
+         * waiting, and the writer still waits before its next write. */
+        if (!c->queued &&
+            yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK) {
+            c->queued = c->tail_job = true;
+            c->caught_up = -1;
+        }
+        if (c->queued) {
+            atomic_store_explicit(&c->tail_due, true, memory_order_relaxed);
+            pthread_mutex_unlock(&c->lock);
+            return SQLITE_OK;
+        }
+        /* (no job could be queued: here and now, as without the owner) */
+    }
     if (pages >= c->cap && c->queued) {
         /* Past the cap: the queued job runs here (or the running one is waited for). */
         pthread_mutex_unlock(&c->lock);
@@ -151,6 +197,7 @@ static int wal_committed(void *ctx, sqlite3 *db, const char *name, int pages) {
     }
     pthread_mutex_unlock(&c->lock);
     if (copy_rest) {
+        tail_copy_begins();
         int frames = -1, copied = -1;
         sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied);
         count_checkpoint(copied);
@@ -169,6 +216,7 @@ int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db) {
         return YYC_ENOMEM;
     }
     c->caught_up = -1;
+    c->tail_outside = kv->tail_outside;
     c->trigger = YYC__KV_CHECKPOINT_PAGES;
     c->cap = YYC__KV_WAL_CAP_PAGES;
     memcpy(c->db_path, kv->db_path, len);
@@ -179,12 +227,35 @@ int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db) {
     return YYC_OK;
 }
 
+void yyc__kv_set_tail_checkpoint_outside(yyc_kv *kv, bool on) {
+    kv->tail_outside = on;
+    yyc__kv_checkpointer *c = kv->checkpointer;
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    c->tail_outside = on;
+    pthread_mutex_unlock(&c->lock);
+}
+
+const void *yyc__kv_take_due_checkpoint(yyc_kv *kv) {
+    yyc__kv_checkpointer *c = kv->checkpointer;
+    if (!c) return NULL;
+    if (!atomic_load_explicit(&c->tail_due, memory_order_relaxed)) return NULL;
+    return atomic_exchange_explicit(&c->tail_due, false, memory_order_relaxed) ? c : NULL;
+}
+
+/* (token is only compared with the jobs' owners, never followed: the checkpointer may be gone.) */
+void yyc__kv_run_due_checkpoint(const void *token) {
+    if (token) yyc__worker_drain(token);
+}
+
 void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv) {
     yyc__kv_checkpointer *c = kv->checkpointer;
     bool queued = false;
     if (c) {
         pthread_mutex_lock(&c->lock);
         c->truncate = true;
+        /* (a queued copy truncates too: on the queue, not the caller) */
+        atomic_store_explicit(&c->tail_due, false, memory_order_relaxed);
         if (!c->queued && yyc__worker_async(YYC__QUEUE_CHECKPOINT, c, checkpoint_job, c) == YYC_OK)
             c->queued = true;
         queued = c->queued;

@@ -247,6 +247,12 @@ struct yyc_kv {
     /* The last one-key read (item, info, value, exists) found key's row expired and answered a
      * miss: the caller may remove it (yyc__kv_take_read_found_expired). [caller] */
     bool read_found_expired;
+    /* The copy of the WAL's tail is queued for the owner to run outside its lock
+     * (yyc__kv_set_tail_checkpoint_outside). [caller] */
+    bool tail_outside;
+    /* The page cache in KiB (SQLite's cache_size, as -KiB), applied at every open of the
+     * connection; 0: SQLite's default (yyc__kv_set_page_cache_kib). [caller] */
+    int64_t page_cache_kib;
     int64_t save_expiry_ms; /* [caller] the expiry yyc_save_expiry() gives the row being saved
                              * (0: none); set only around one save (kv_expiry.c) */
     /* A save learns the file name of the row it replaces from SQLite's preupdate hook, in the
@@ -467,6 +473,10 @@ void yyc__kv_schedule_trash_empty(yyc_kv *kv, bool sweep_data);
  * waits for the running one (blocks; a caller's TRUNCATE checkpoint would fail at once with
  * SQLITE_BUSY while ours copies). stop: before the manifest connection closes, runs a queued job on
  * this thread or waits for a running one, then closes the job's connection. */
+/* Applies the owner's page cache size (yyc__kv_set_page_cache_kib) to db, a manifest connection
+ * being opened (kv_page_cache.c). */
+void yyc__kv_apply_page_cache(yyc_kv *kv, sqlite3 *db);
+
 int yyc__kv_checkpoints_start(yyc_kv *kv, sqlite3 *db);
 void yyc__kv_checkpoints_wait(yyc_kv *kv);
 void yyc__kv_checkpoints_stop(yyc_kv *kv);

@@ -445,6 +445,7 @@ static int db_open_once(yyc_kv *kv) {
      * SECURE_DELETE, which also rewrites every freed page): a delete then needs only a few WAL
      * frames, which matters most on a full disk (see delete_rows). */
     sqlite3_exec(db, "pragma secure_delete = fast;", NULL, NULL, NULL);
+    yyc__kv_apply_page_cache(kv, db);
     if (yyc__kv_checkpoints_start(kv, db) != YYC_OK) {
         sqlite3_close(db);
         return yyc__kv_report(kv, true, YYC_ENOMEM, 0, 0, "start the checkpoints");

@@ -60,6 +60,23 @@ bool yyc__kv_space_is_short(yyc_kv *kv);
  * connection reads). Without a queue (no thread) it runs here. */
 void yyc__kv_checkpoints_truncate_soon(yyc_kv *kv);
 
+/* The commit that finds the last background checkpoint done and only a few pages beyond it
+ * copies them itself (kv_checkpoints.c), with two fsyncs, and a commit past the WAL's cap waits
+ * for the checkpoint. With on, such a commit queues the job instead (or finds it queued or
+ * running), for the owner to run or wait for after releasing its own lock (a disk cache: so that
+ * no caller waits behind those fsyncs): yyc__kv_take_due_checkpoint, under the owner's lock,
+ * returns a token (NULL: nothing due); yyc__kv_run_due_checkpoint(token), after it, runs the
+ * queued job on this thread or waits for the running one (blocks; safe after the kv closed: the
+ * token is never followed). */
+void yyc__kv_set_tail_checkpoint_outside(yyc_kv *kv, bool on);
+const void *yyc__kv_take_due_checkpoint(yyc_kv *kv);
+void yyc__kv_run_due_checkpoint(const void *token);
+
+/* The manifest connection's page cache, in KiB (0: SQLite's default), now if the connection is
+ * open and at every later open (kv_page_cache.c). Memory-mapped I/O stays off. */
+void yyc__kv_set_page_cache_kib(yyc_kv *kv, int64_t kib);
+int64_t yyc__kv_page_cache_kib(const yyc_kv *kv);
+
 /* Removes up to `limit` least recently used items (files too). *removed gets the number of
  * rows removed (0 when the storage is empty). Returns YYC_OK or an error. */
 int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
@@ -292,6 +309,13 @@ void yyc__kv_checkpoint_counts(int *on_worker, int *on_caller);
 /* Testing: the WAL pages at which a commit queues a checkpoint, and at which it waits for one
  * (0 < trigger <= cap). The manifest must be open. */
 void yyc__kv_set_checkpoint_pages(yyc_kv *kv, int trigger, int cap);
+/* Testing: fn(ctx) runs (no lock of the checkpoints held) whenever a copy of the WAL's last pages
+ * begins: inside a commit, or a job queued for the owner to run (NULL: none). Process-wide. */
+void yyc__kv_testing_set_tail_copy_hook(void (*fn)(void *ctx), void *ctx);
+/* Testing: the manifest connection's `pragma cache_size` and `pragma mmap_size` now (0 and -1
+ * when it is closed). */
+int64_t yyc__kv_testing_cache_size_pragma(yyc_kv *kv);
+int64_t yyc__kv_testing_mmap_size_pragma(yyc_kv *kv);
 /* Testing: how many checkpoint jobs are inside SQLite calls now (a fork never sees one). */
 int yyc__kv_checkpoint_jobs_in_sqlite(void);
 /* Testing: how many times the storage summed its manifest for its totals (kv_totals.c). */
