@@ -132,8 +132,7 @@ bool yyc__dc_key_is_empty(const char *key) { return !key || !*key; }
 
 /* The read timer (disk worker): ends the held read transaction, so that an idle cache never
  * keeps another connection's checkpoint waiting, and pauses itself. */
-void yyc__dc_end_read_fire(void *arg) {
-    yyc_diskcache *dc = arg;
+static void end_read(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->lock);
     if (!dc->closed && dc->kv) {
         yyc__kv_end_read(dc->kv);
@@ -143,6 +142,8 @@ void yyc__dc_end_read_fire(void *arg) {
     yyc__dc_unlock(&dc->lock);
 }
 
+void yyc__dc_end_read_fire(void *arg) { yyc__dc_run(arg, end_read); }
+
 /* Reads note their access times instead of writing them (kv_access_times.c); this writes
  * them from the disk worker, at most ACCESS_WRITES_PER_FIRE per fire (so that heavy reads of
  * many keys cost the worker a bounded share of the lock), ACCESS_WRITE_CHUNK per transaction,
@@ -150,8 +151,7 @@ void yyc__dc_end_read_fire(void *arg) {
  * writes them all first, chunk by chunk in the same way (trim_in_batches_locked), and the close
  * writes the rest. */
 
-void yyc__dc_write_access_times_fire(void *arg) {
-    yyc_diskcache *dc = arg;
+static void write_access_times(yyc_diskcache *dc) {
     for (size_t written = 0; written < ACCESS_WRITES_PER_FIRE; written += ACCESS_WRITE_CHUNK) {
         yyc__dc_lock(&dc->lock);
         bool more = !dc->closed && dc->kv && yyc__kv_access_times_pending(dc->kv) > 0;
@@ -161,6 +161,8 @@ void yyc__dc_write_access_times_fire(void *arg) {
         if (!more) return;
     }
 }
+
+void yyc__dc_write_access_times_fire(void *arg) { yyc__dc_run(arg, write_access_times); }
 
 #ifdef YYC_TESTING
 /* Testing: one fire of the access-time timer now, on the caller's thread. */

@@ -406,8 +406,7 @@ void yyc__dc_deferred_close_locked(yyc_diskcache *dc) {
 /* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty. A
  * failed commit is tried again after max_delay, but at most once a second (each failure is
  * reported: a full disk must not flood the hook). */
-static void flush_fire(void *arg) {
-    yyc_diskcache *dc = arg;
+static void flush(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->lock);
     if (dc->closed) {
         yyc__dc_unlock(&dc->lock);
@@ -418,6 +417,8 @@ static void flush_fire(void *arg) {
     else if (rc != YYC_OK) yyc__timer_set_interval(dc->flush_timer, fmax(dc->max_delay, 1.0));
     yyc__dc_unlock_and_deliver(dc);
 }
+
+static void flush_fire(void *arg) { yyc__dc_run(arg, flush); }
 
 /* exit(): commits the queue of every open core (each retained meanwhile; no lock held while
  * flushing, so error hooks run as usual). */

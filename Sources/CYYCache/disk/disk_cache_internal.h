@@ -60,6 +60,12 @@
  * together with the core lock. No user callback (file-name function, progress, error hook)
  * runs while a lock is held, and none runs while this thread keeps a core OPENING or CLOSING
  * (the close delivers its events after the core is CLOSED), so a callback may open the path.
+ *
+ * User code runs through one path: yyc__dc_deliver (error hook, removal listener), with no lock
+ * held, on a thread whose use of the core is covered - a public call's caller holds a
+ * reference, and a timer's callback runs inside yyc__dc_run, which puts off to its end any
+ * release that a callback makes on its thread (the last reference dropped by a listener during
+ * an auto-trim's hand-over closes the core once the trim is done, never under it).
  */
 #ifndef YYCACHE_DISK_CACHE_INTERNAL_H
 #define YYCACHE_DISK_CACHE_INTERNAL_H
@@ -242,6 +248,9 @@ int yyc__dc_lock_open(yyc_diskcache *dc);
 bool yyc__dc_key_is_empty(const char *key);
 void yyc__dc_end_read_fire(void *arg);
 void yyc__dc_write_access_times_fire(void *arg);
+
+/* disk_cache_registry.c */
+void yyc__dc_run(yyc_diskcache *dc, void (*body)(yyc_diskcache *dc));
 
 /* disk_cache_commits.c */
 int yyc__dc_deferred_commit_locked(yyc_diskcache *dc);

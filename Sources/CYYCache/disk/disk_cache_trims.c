@@ -183,8 +183,7 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
 }
 
 /* The auto-trim timer (worker thread): cost, count, age, free space, as YYDiskCache does. */
-void yyc__dc_auto_trim(void *arg) {
-    yyc_diskcache *dc = arg;
+static void auto_trim(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->lock);
     if (dc->closed) {
         yyc__dc_unlock(&dc->lock);
@@ -202,8 +201,10 @@ void yyc__dc_auto_trim(void *arg) {
     yyc__dc_watch_locked(dc);
     if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
     yyc__dc_unwatch_locked(dc, YYC_REMOVED_EVICTED);
-    yyc__dc_unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+    yyc__dc_unlock_and_deliver(dc);
 }
+
+void yyc__dc_auto_trim(void *arg) { yyc__dc_run(arg, auto_trim); }
 
 /* --- removal events and statistics (kv_removals.c) ---
  *
