@@ -543,6 +543,42 @@ static void foreign_object_named_manifest_is_rebuilt_and_reported(void **state) 
     }
 }
 
+/* ---------------------------------------------------------------- hostile access times */
+
+typedef struct walk {
+    int seen;
+    int nulls; /* entries named null-* */
+} walk;
+
+static int count_entry(void *ctx, const yyc_diskcache_entry *e) {
+    walk *w = ctx;
+    w->seen++;
+    if (!strncmp(e->key, "null-", 5)) w->nulls++;
+    return w->seen > 100000 ? -1 : 0; /* a walk that restarts forever stops here and fails */
+}
+
+/* Access times no library writes - REAL, TEXT, NULL (more than a page of 256 of these) - among
+ * ordinary rows: an enumeration lists every row exactly once and ends (a REAL or TEXT time used
+ * to restart the same page forever; NULL ones past the first page were dropped). */
+static void enumeration_lists_rows_with_real_text_and_null_access_times_once(void **state) {
+    fixture *f = *state;
+    yyc_diskcache *dc = open_dc(f->dir);
+    add_good_rows(dc, 3);
+    /* 300 of each (more than a page): page boundaries fall on NULL, REAL and TEXT times. */
+    tk_exec(f->dir, "with recursive n(i) as (select 1 union all select i + 1 from n where i < 300) "
+                    "insert into manifest " TK_COLS
+                    " select 'null-' || i, NULL, 1, x'00', 1, NULL, NULL from n union all"
+                    " select 'real-' || i, NULL, 1, x'00', 1, 1.5 + (i % 2), NULL from n union all"
+                    " select 'text-' || i, NULL, 1, x'00', 1, 'soon', NULL from n;");
+    int64_t rows = dc_count(dc);
+    assert_int_equal(rows, 3 + 900);
+    walk w = {0};
+    assert_int_equal(yyc_diskcache_for_each_entry(dc, count_entry, &w), YYC_OK);
+    assert_int_equal(w.seen, rows);
+    assert_int_equal(w.nulls, 300);
+    yyc_diskcache_release(dc);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const rel_child children[] = {
@@ -554,6 +590,8 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--child") == 0)
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            enumeration_lists_rows_with_real_text_and_null_access_times_once, setup, teardown),
         cmocka_unit_test_setup_teardown(trim_to_cost_removes_rows_whose_key_is_null_or_a_blob,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(trim_to_count_removes_rows_whose_key_is_null_or_a_blob,

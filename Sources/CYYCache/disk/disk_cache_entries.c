@@ -84,6 +84,7 @@ int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **
 void yyc_diskcache_iter_free(yyc_diskcache_iter *it) {
     if (!it) return;
     yyc__kv_entries_clear(it->page, it->n);
+    yyc__kv_cursor_clear(&it->cursor);
     yyc_diskcache_release(it->dc);
     free(it);
 }

@@ -196,12 +196,16 @@ bool yyc__kv_last_save_replaced(const yyc_kv *kv);
 /* --- entries a page at a time (kv_entries.c) --- */
 
 /* Where a walk of the entries is: after the row (last_access_time, rowid); not started: at
- * the beginning. */
+ * the beginning. The access time is kept as the row held it (a copy of the column's value,
+ * whatever its type: a hostile REAL, TEXT or NULL orders as SQLite orders it), freed by
+ * yyc__kv_cursor_clear. */
 typedef struct yyc__kv_cursor {
     bool started;
-    int64_t last_access_time;
+    struct sqlite3_value *last_access_time; /* owned; NULL: the row's was NULL */
     int64_t rowid;
 } yyc__kv_cursor;
+/* Frees what the cursor holds and puts it back at the beginning. */
+void yyc__kv_cursor_clear(yyc__kv_cursor *cursor);
 
 /* One entry of a page; key and filename (NULL: inline) are owned (yyc__kv_entries_clear). */
 typedef struct yyc__kv_entry {
