@@ -76,7 +76,73 @@ static void cache_back_fill_keeps_the_remaining_time_to_live(void **state) {
     free(dir);
 }
 
+/* Only the wall clock moves (a forward step, as after an NTP correction): the disk's deadline
+ * has passed, and the memory copy, which carries it, is no longer served either. */
+static void cache_a_forward_wall_clock_step_expires_the_memory_copy_with_the_disk(void **state) {
+    (void)state;
+    yyc__kv_testing_freeze_clock(true);
+    char *dir = test_temp_dir("cttl");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 10), YYC_OK);
+    assert_true(readable(c, "k"));
+    yyc__kv_testing_advance_clock(10 * 1000); /* the monotonic clock stays */
+    assert_false(yyc_cache_contains(c, "k"));
+    assert_false(readable(c, "k"));
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* The disk tier's default time to live reaches the memory copy of a plain set. */
+static void cache_the_disk_tiers_default_time_to_live_reaches_the_memory_copy(void **state) {
+    (void)state;
+    yyc__kv_testing_freeze_clock(true);
+    char *dir = test_temp_dir("cttl");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    yyc_diskcache_set_default_time_to_live(yyc_cache_disk(c), 10);
+    assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
+    double mem = 0;
+    assert_int_equal(yyc_memcache_time_to_live(yyc_cache_memory(c), "k", 1, &mem), YYC_OK);
+    assert_true(mem > 9.9 && mem <= 10);
+    advance(10);
+    assert_false(yyc_cache_contains(c, "k"));
+    assert_false(readable(c, "k"));
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A hostile REAL expiry in the row: the back-filled memory copy keeps it as the disk reads it
+ * (it used to be copied as "never expires"). */
+static void cache_a_back_fill_of_a_real_expiry_keeps_it(void **state) {
+    (void)state;
+    yyc__kv_testing_freeze_clock(true);
+    char *dir = test_temp_dir("cttl");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 1000), YYC_OK);
+    char sql[160];
+    snprintf(sql, sizeof sql, "update manifest set yyc_expiry_ms = %lld.5 where key = 'k';",
+             (long long)yyc__kv_now_ms() + 10 * 1000);
+    tk_exec(dir, sql);
+    yyc_memcache_remove_all(yyc_cache_memory(c));
+    double disk = 0;
+    assert_int_equal(yyc_diskcache_time_to_live(yyc_cache_disk(c), "k", &disk), YYC_OK);
+    assert_true(disk > 9.9 && disk <= 10.001);
+    assert_true(readable(c, "k")); /* back-filled */
+    advance(11);
+    assert_false(readable(c, "k"));
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(cache_a_forward_wall_clock_step_expires_the_memory_copy_with_the_disk),
+    cmocka_unit_test(cache_the_disk_tiers_default_time_to_live_reaches_the_memory_copy),
+    cmocka_unit_test(cache_a_back_fill_of_a_real_expiry_keeps_it),
     cmocka_unit_test(cache_time_to_live_applies_to_both_tiers),
     cmocka_unit_test(cache_back_fill_keeps_the_remaining_time_to_live),
 };

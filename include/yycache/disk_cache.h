@@ -380,6 +380,10 @@ YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_
  * load (never on the core's lock; callers of other keys are not delayed) and receive a copy of
  * its value or its error status. A failed load stores nothing; the next call loads again.
  * Other processes are not coordinated with (each may load once).
+ * A loaded value is stored only if the key still has none when it commits: a set of the key
+ * made while the load ran (after its miss) is newer, and stays. Statistics: the call counts one
+ * hit, or one miss (its second look before loading is part of it) and one load or load
+ * failure; a stored loaded value is one insertion.
  * Returns: YYC_OK (*out_value transferred: free with yyc_free; NULL when *out_len is 0), the
  * load's error (or the store's), YYC_EINVAL (NULL argument, empty key, a loader that returned
  * NULL with a length), YYC_ENOMEM, errors of the read.

@@ -201,27 +201,29 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     return rc == YYC_OK;
 }
 
-int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len) {
+/* yyc_diskcache_get; counted as a hit or a miss only with `count` (a get_or_load's second look
+ * after its miss is part of the one miss it counted). */
+int yyc__dc_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len, bool count) {
     if (YYC__MISUSE(dc == NULL || out_value == NULL || out_len == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out_value = NULL;
     *out_len = 0;
     int rc = yyc__dc_lock_open(dc);
     if (rc != YYC_OK) return rc;
-    if (yyc__dc_queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
-        if (rc == YYC_OK) dc->stats.hits++;
-        else if (rc == YYC_NOTFOUND) dc->stats.misses++;
-        yyc__dc_unlock_and_deliver(dc);
-        return rc;
+    if (!yyc__dc_queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+        rc = yyc__dc_key_is_empty(key) ? YYC_NOTFOUND
+                                       : yyc_kv_get_value(dc->kv, key, out_value, out_len);
+        if (rc == YYC_NOTFOUND) yyc__dc_remove_if_read_found_expired_locked(dc, key);
+        arm_read_end_locked(dc);
     }
-    rc = yyc__dc_key_is_empty(key) ? YYC_NOTFOUND
-                                   : yyc_kv_get_value(dc->kv, key, out_value, out_len);
-    if (rc == YYC_NOTFOUND) yyc__dc_remove_if_read_found_expired_locked(dc, key);
-    if (rc == YYC_OK) dc->stats.hits++;
-    else if (rc == YYC_NOTFOUND) dc->stats.misses++;
-    arm_read_end_locked(dc);
+    if (count && rc == YYC_OK) dc->stats.hits++;
+    else if (count && rc == YYC_NOTFOUND) dc->stats.misses++;
     yyc__dc_unlock_and_deliver(dc);
     return rc;
+}
+
+int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len) {
+    return yyc__dc_get(dc, key, out_value, out_len, true);
 }
 
 int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,

@@ -98,6 +98,8 @@
 typedef struct write_req {
     yyc__kv_write w;  /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
     double ttl;       /* seconds (INFINITY: never), or NAN for the core's default time to live */
+    bool if_absent;   /* a loaded value: stored only if the key has none (yyc__dc_set_loaded) */
+    bool skipped;     /* [committer] if_absent, and the key had a value: not stored */
     atomic_bool done; /* committed or failed: w.status is final (release store, acquire load) */
     struct write_req *next; /* in `incoming` */
 } write_req;
@@ -246,6 +248,7 @@ void yyc__dc_unlock_and_deliver(yyc_diskcache *dc);
 void yyc__dc_lock_as_caller(yyc_diskcache *dc);
 int yyc__dc_lock_open(yyc_diskcache *dc);
 bool yyc__dc_key_is_empty(const char *key);
+int yyc__dc_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len, bool count);
 void yyc__dc_end_read_fire(void *arg);
 void yyc__dc_write_access_times_fire(void *arg);
 
@@ -253,6 +256,8 @@ void yyc__dc_write_access_times_fire(void *arg);
 void yyc__dc_run(yyc_diskcache *dc, void (*body)(yyc_diskcache *dc));
 
 /* disk_cache_commits.c */
+int yyc__dc_set_loaded(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                       bool *stored);
 int yyc__dc_deferred_commit_locked(yyc_diskcache *dc);
 int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w);
 bool yyc__dc_queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,

@@ -87,9 +87,7 @@ int yyc__kv_entries_page(yyc_kv *kv, yyc__kv_cursor *cursor, size_t max, yyc__kv
                            .size = sqlite3_column_int64(s, 3),
                            .modification_time = sqlite3_column_int64(s, 4),
                            .last_access_time = sqlite3_column_int64(s, 5),
-                           .expiry_ms = sqlite3_column_type(s, 6) == SQLITE_INTEGER
-                                            ? sqlite3_column_int64(s, 6)
-                                            : 0};
+                           .expiry_ms = yyc__kv_expiry_column(s, 6)};
         out[(*n)++] = e;
         if (!e.key || (name && *name && !e.filename)) {
             src = SQLITE_NOMEM;

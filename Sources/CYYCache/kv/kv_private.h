@@ -141,6 +141,14 @@ int yyc__kv_vacuum(yyc_kv *kv);
 /* Now on the expiry clock: unix milliseconds (CLOCK_REALTIME, moved by the test clock). */
 int64_t yyc__kv_now_ms(void);
 
+/* The one rule for "expired", for every deadline the library keeps (a row's, a queued write's,
+ * a two-level cache's memory copy of a disk entry): a deadline in unix milliseconds on the
+ * expiry clock (0: never) has passed when now >= it. The manifest's SQL says the same
+ * (LIVE_ROW, kv_internal.h); a row's stored value is read by yyc__kv_expiry_of. */
+static inline bool yyc__kv_expired(int64_t expiry_ms, int64_t now_ms) {
+    return expiry_ms != 0 && now_ms >= expiry_ms;
+}
+
 /* The expiry of a row saved now with a time to live of ttl_seconds (>= 0; INFINITY: none):
  * now plus the time to live rounded up to a millisecond, or 0 (none) for INFINITY or a time to
  * live beyond the clock's range. Negative counts as 0 (expired at once). */
