@@ -457,6 +457,7 @@ static void a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_ca
      * cause, as in test_checkpoints' fork test). */
     yyc__worker_wait_idle(YYC__QUEUE_MEMORY);
     yyc__worker_wait_idle(YYC__QUEUE_DISK);
+    yyc__worker_wait_idle(YYC__QUEUE_DEADLINE);
 
     pid_t pid = fork();
     assert_true(pid >= 0);

@@ -254,14 +254,15 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * with progress, enumeration) commits the queue first (time_to_live also answers from the
  * queue). A queued
  * set keeps its time to live, counted from the set, and is committed with it. The queue is
- * committed in one transaction (all or nothing) on the background worker at most max_delay
- * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
- * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
- * open core). remove_all drops the queue with everything else. A queue holding 10,000 writes
- * or 64 MiB of values is committed by the set that would grow it further (on the caller's
- * thread; a failure is that set's error and nothing more is queued).
- * Crash semantics: a kill loses at most the writes acknowledged since the last commit (about
- * max_delay, plus one batch while it commits); what survives is a prefix of this process's
+ * committed in one transaction (all or nothing) on a background thread that runs only such
+ * deadlines (never behind another cache's trims, sweeps or folder-lock waits) at most max_delay
+ * seconds after its first write (later only while a call of this cache holds it up), and by
+ * yyc_diskcache_flush, yyc_diskcache_close, the last release, a switch back to YYC_WRITE_IMMEDIATE
+ * and exit() (an atexit handler flushes every open core). remove_all drops the queue with
+ * everything else. A queue holding 10,000 writes or 64 MiB of values is committed by the set that
+ * would grow it further (on the caller's thread; a failure is that set's error and nothing more is
+ * queued). Crash semantics: a kill loses at most the writes acknowledged since the last commit
+ * (about max_delay, plus one batch while it commits); what survives is a prefix of this process's
  * acknowledged writes, in order: never a torn value, never an older version after a newer one.
  * Other processes see only committed writes.
  * A failed background commit is reported through the error hook and keeps the queue (nothing is

@@ -27,6 +27,13 @@ void yyc__dc_lock(pthread_mutex_t *m) {
     yyc__lock_note_acquired(m);
 }
 
+/* Takes m only if no other thread holds it (the deadline timers: worker.c). */
+bool yyc__dc_trylock(pthread_mutex_t *m) {
+    if (pthread_mutex_trylock(m) != 0) return false;
+    yyc__lock_note_acquired(m);
+    return true;
+}
+
 void yyc__dc_unlock(pthread_mutex_t *m) {
     yyc__lock_note_released(m);
     int rc = pthread_mutex_unlock(m);
@@ -130,10 +137,15 @@ bool yyc__dc_key_is_empty(const char *key) { return !key || !*key; }
 
 /* --- reads --- */
 
-/* The read timer (disk worker): ends the held read transaction, so that an idle cache never
- * keeps another connection's checkpoint waiting, and pauses itself. */
+/* The read timer (deadline queue): ends the held read transaction, so that an idle cache never
+ * keeps another connection's checkpoint waiting, and pauses itself. When the core's lock is
+ * held it comes back in YYC__DEADLINE_RETRY (whatever holds it ends the read before it waits
+ * for anything: yyc__kv_folder_lock). */
 static void end_read(yyc_diskcache *dc) {
-    yyc__dc_lock(&dc->lock);
+    if (!yyc__dc_trylock(&dc->lock)) {
+        yyc__timer_set_interval(yyc__timer_current(), YYC__DEADLINE_RETRY);
+        return;
+    }
     if (!dc->closed && dc->kv) {
         yyc__kv_end_read(dc->kv);
         dc->read_end_armed = false;

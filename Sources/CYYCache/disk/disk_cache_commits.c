@@ -444,11 +444,15 @@ void yyc__dc_deferred_close_locked(yyc_diskcache *dc) {
     yyc__deferred_clear(&dc->queue);
 }
 
-/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty. A
+/* The flush timer (deadline queue): commits the queue; pauses itself once the queue is empty. A
  * failed commit is tried again after max_delay, but at most once a second (each failure is
- * reported: a full disk must not flood the hook). */
+ * reported: a full disk must not flood the hook). When the core's lock is held it comes back in
+ * YYC__DEADLINE_RETRY, never waiting behind another thread's work on the core. */
 static void flush(yyc_diskcache *dc) {
-    yyc__dc_lock(&dc->lock);
+    if (!yyc__dc_trylock(&dc->lock)) {
+        yyc__timer_set_interval(yyc__timer_current(), YYC__DEADLINE_RETRY);
+        return;
+    }
     if (dc->closed) {
         yyc__dc_unlock(&dc->lock);
         return;
@@ -495,7 +499,7 @@ int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double 
         if (isnan(max_delay)) max_delay = 1;
         max_delay = max_delay < 0.001 ? 0.001 : max_delay > 3600 ? 3600 : max_delay;
         if (!dc->flush_timer)
-            rc = yyc__timer_new(YYC__QUEUE_DISK, flush_fire, dc, 0, &dc->flush_timer);
+            rc = yyc__timer_new(YYC__QUEUE_DEADLINE, flush_fire, dc, 0, &dc->flush_timer);
         if (rc != YYC_OK) {
             rc = yyc__dc_fail_locked(dc, rc, ENOMEM, "create the deferred writes' timer");
         } else {

@@ -161,7 +161,7 @@ struct yyc_diskcache {
     pthread_cond_t commit_done;
     int commit_sleepers;
     /* Deferred writes (see yyc_diskcache_set_write_mode): the mode, the queue, and the timer
-     * that commits it on the disk worker (created with the first switch to DEFERRED, paused
+     * that commits it on the deadline queue (created with the first switch to DEFERRED, paused
      * while the queue is empty; [lock], freed by the close outside the lock). */
     yyc_write_mode mode;
     double max_delay;
@@ -240,6 +240,7 @@ typedef struct event_batch {
 void yyc__dc_lock_init(pthread_mutex_t *m);
 void yyc__dc_lock(pthread_mutex_t *m);
 void yyc__dc_unlock(pthread_mutex_t *m);
+bool yyc__dc_trylock(pthread_mutex_t *m);
 void yyc__dc_push_event(yyc_diskcache *dc, const yyc_error *e);
 int yyc__dc_fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 void yyc__dc_take_events_locked(yyc_diskcache *dc, event_batch *b);

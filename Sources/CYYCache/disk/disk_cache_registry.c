@@ -85,8 +85,8 @@ static bool unreachable_locked(const yyc_diskcache *dc) {
 static int open_storage(yyc_diskcache *dc) {
     /* The core is not shared yet: the hook may queue events without the lock. */
     int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
-    if (rc == YYC_OK &&
-        yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_end_read_fire, dc, 0, &dc->read_timer) == YYC_OK)
+    if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DEADLINE, yyc__dc_end_read_fire, dc, 0,
+                                       &dc->read_timer) == YYC_OK)
         yyc__kv_set_read_hold(dc->kv, true); /* (no timer: no read is held) */
     if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_write_access_times_fire, dc,
                                        ACCESS_WRITE_INTERVAL, &dc->access_timer) == YYC_OK)
