@@ -134,6 +134,17 @@ YYC_API int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const cha
                                                     const void *extended, size_t extended_len,
                                                     const char *filename, double ttl_seconds);
 
+/* Stores a value a loader produced after a miss on key: as yyc_diskcache_set_with_filename (no
+ * extended data, the default time to live; filename NULL or "": the file-name function's or
+ * md5(key)), unless key has a value when the write commits (a write of the key
+ * since the miss, committed or queued; another process's is seen once it committed): that newer
+ * write stays and nothing is stored. *stored (non-NULL) says which. For loaders outside
+ * yyc_diskcache_get_or_load (which stores its loads this way). Returns and blocking as
+ * yyc_diskcache_set (YYC_OK also when nothing was stored); counted as an insertion only when
+ * stored. */
+YYC_API int yyc_diskcache_set_if_absent(yyc_diskcache *dc, const char *key, const void *value,
+                                        size_t len, const char *filename, bool *stored);
+
 /* The time to live every other set gets (yyc_diskcache_set, set_with_filename): seconds,
  * INFINITY (the default) for none. Core-wide (shared by every holder of the core). Setting NaN
  * means none; a negative value means 0. Entries already stored keep theirs. The getter returns

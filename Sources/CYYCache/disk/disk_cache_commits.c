@@ -280,12 +280,13 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
     return rc;
 }
 
-/* A loaded value (get_or_load): stored as yyc_diskcache_set, with the default time to live,
- * unless the key has a value by the time it commits (written since the load's miss): that
- * write stays. *stored: whether it was stored. */
-int yyc__dc_set_loaded(yyc_diskcache *dc, const char *key, const void *value, size_t len,
-                       bool *stored) {
-    return set_impl(dc, key, value, len, NULL, 0, NULL, true, NAN, true, stored);
+/* A loaded value (get_or_load, and loaders outside it): stored as yyc_diskcache_set, with the
+ * default time to live, unless the key has a value by the time it commits (written since the
+ * load's miss): that write stays. *stored: whether it was stored. */
+int yyc_diskcache_set_if_absent(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                                const char *filename, bool *stored) {
+    if (stored) *stored = false;
+    return set_impl(dc, key, value, len, NULL, 0, filename, true, NAN, true, stored);
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,

@@ -98,7 +98,7 @@
 typedef struct write_req {
     yyc__kv_write w;  /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
     double ttl;       /* seconds (INFINITY: never), or NAN for the core's default time to live */
-    bool if_absent;   /* a loaded value: stored only if the key has none (yyc__dc_set_loaded) */
+    bool if_absent;   /* a loaded value: stored only if the key has none (set_if_absent) */
     bool skipped;     /* [committer] if_absent, and the key had a value: not stored */
     atomic_bool done; /* committed or failed: w.status is final (release store, acquire load) */
     struct write_req *next; /* in `incoming` */
@@ -257,8 +257,6 @@ void yyc__dc_write_access_times_fire(void *arg);
 void yyc__dc_run(yyc_diskcache *dc, void (*body)(yyc_diskcache *dc));
 
 /* disk_cache_commits.c */
-int yyc__dc_set_loaded(yyc_diskcache *dc, const char *key, const void *value, size_t len,
-                       bool *stored);
 int yyc__dc_deferred_commit_locked(yyc_diskcache *dc);
 int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w);
 bool yyc__dc_queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ext, void **out,

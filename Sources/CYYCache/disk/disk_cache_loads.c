@@ -124,7 +124,7 @@ int yyc__diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache
         uint64_t ns = (uint64_t)((yyc__monotonic_now() - start) * 1e9);
         count_load(dc, rc == YYC_OK, ns);
         /* Stored unless a write of the key came in since the miss: that one is newer. */
-        if (rc == YYC_OK) rc = yyc__dc_set_loaded(dc, key, value, len, stored);
+        if (rc == YYC_OK) rc = yyc_diskcache_set_if_absent(dc, key, value, len, NULL, stored);
         if (rc == YYC_OK) {
             *out_value = len ? value : NULL;
             *out_len = len;
