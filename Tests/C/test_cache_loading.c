@@ -57,11 +57,24 @@ static void run_callers(loader *l, caller *callers) {
     for (int i = 0; i < CALLERS; i++) pthread_join(t[i], NULL);
 }
 
+/* A cache in a fresh folder. */
+static yyc_cache *open_cache(char **dir) {
+    *dir = test_temp_dir("cload");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(*dir, &c), YYC_OK);
+    return c;
+}
+
+static void close_cache(yyc_cache *c, char *dir) {
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = open_cache(&dir);
     loader failing = {.c = c, .fail_with = YYC_EIO};
     caller callers[CALLERS];
     run_callers(&failing, callers);
@@ -82,16 +95,13 @@ static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **stat
     assert_int_equal(s.hits, 0);
     assert_int_equal(s.misses, 2 * CALLERS);
     assert_int_equal(s.insertions, 1);
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    close_cache(c, dir);
 }
 
 static void cache_statistics_count_hits_in_either_tier(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = open_cache(&dir);
     assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
     void *v = NULL;
     size_t len = 0;
@@ -109,9 +119,7 @@ static void cache_statistics_count_hits_in_either_tier(void **state) {
     yyc_cache_reset_statistics(c);
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.hits + s.misses + s.insertions, 0);
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    close_cache(c, dir);
 }
 
 /* A loader that sets the key itself (a write after the miss that returns before the load's
@@ -138,9 +146,8 @@ static void cache_has(yyc_cache *c, const char *key, const char *want) {
  * memory forgot the key). */
 static void cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = open_cache(&dir);
     void *v = NULL;
     size_t len = 0;
     assert_int_equal(yyc_cache_get_or_load(c, "k", load_after_a_set, c, &v, &len), YYC_OK);
@@ -151,9 +158,7 @@ static void cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void
     yyc_cache_statistics s;
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.insertions, 1); /* the set; the loaded value was not stored */
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    close_cache(c, dir);
 }
 
 static int load_v(void *ctx, const char *key, void **out, size_t *len) {
@@ -168,9 +173,8 @@ static int load_v(void *ctx, const char *key, void **out, size_t *len) {
  * insertion; a later call is one hit. */
 static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_insertion(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = open_cache(&dir);
     void *v = NULL;
     size_t len = 0;
     assert_int_equal(yyc_cache_get_or_load(c, "k", load_v, NULL, &v, &len), YYC_OK);
@@ -187,9 +191,7 @@ static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_inser
     assert_int_equal(s.misses, 1);
     assert_int_equal(s.hits, 1);
     assert_int_equal(s.loads, 1);
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    close_cache(c, dir);
 }
 
 static const struct CMUnitTest tests[] = {
