@@ -57,24 +57,10 @@ static void run_callers(loader *l, caller *callers) {
     for (int i = 0; i < CALLERS; i++) pthread_join(t[i], NULL);
 }
 
-/* A cache in a fresh folder. */
-static yyc_cache *open_cache(char **dir) {
-    *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(*dir, &c), YYC_OK);
-    return c;
-}
-
-static void close_cache(yyc_cache *c, char *dir) {
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
-}
-
 static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **state) {
     (void)state;
     char *dir;
-    yyc_cache *c = open_cache(&dir);
+    yyc_cache *c = test_cache_open("cload", &dir);
     loader failing = {.c = c, .fail_with = YYC_EIO};
     caller callers[CALLERS];
     run_callers(&failing, callers);
@@ -95,13 +81,13 @@ static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **stat
     assert_int_equal(s.hits, 0);
     assert_int_equal(s.misses, 2 * CALLERS);
     assert_int_equal(s.insertions, 1);
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 static void cache_statistics_count_hits_in_either_tier(void **state) {
     (void)state;
     char *dir;
-    yyc_cache *c = open_cache(&dir);
+    yyc_cache *c = test_cache_open("cload", &dir);
     assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
     void *v = NULL;
     size_t len = 0;
@@ -119,7 +105,7 @@ static void cache_statistics_count_hits_in_either_tier(void **state) {
     yyc_cache_reset_statistics(c);
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.hits + s.misses + s.insertions, 0);
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 /* A loader that sets the key itself (a write after the miss that returns before the load's
@@ -147,7 +133,7 @@ static void cache_has(yyc_cache *c, const char *key, const char *want) {
 static void cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void **state) {
     (void)state;
     char *dir;
-    yyc_cache *c = open_cache(&dir);
+    yyc_cache *c = test_cache_open("cload", &dir);
     void *v = NULL;
     size_t len = 0;
     assert_int_equal(yyc_cache_get_or_load(c, "k", load_after_a_set, c, &v, &len), YYC_OK);
@@ -158,7 +144,7 @@ static void cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void
     yyc_cache_statistics s;
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.insertions, 1); /* the set; the loaded value was not stored */
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 static int load_v(void *ctx, const char *key, void **out, size_t *len) {
@@ -174,7 +160,7 @@ static int load_v(void *ctx, const char *key, void **out, size_t *len) {
 static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_insertion(void **state) {
     (void)state;
     char *dir;
-    yyc_cache *c = open_cache(&dir);
+    yyc_cache *c = test_cache_open("cload", &dir);
     void *v = NULL;
     size_t len = 0;
     assert_int_equal(yyc_cache_get_or_load(c, "k", load_v, NULL, &v, &len), YYC_OK);
@@ -191,7 +177,7 @@ static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_inser
     assert_int_equal(s.misses, 1);
     assert_int_equal(s.hits, 1);
     assert_int_equal(s.loads, 1);
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 static const struct CMUnitTest tests[] = {

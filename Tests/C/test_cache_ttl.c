@@ -20,16 +20,7 @@ static void advance(double seconds) {
 /* A cache in a fresh folder, both test clocks frozen (moved only by advance). */
 static yyc_cache *frozen_cache(char **dir) {
     yyc__kv_testing_freeze_clock(true);
-    *dir = test_temp_dir("cttl");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(*dir, &c), YYC_OK);
-    return c;
-}
-
-static void close_cache(yyc_cache *c, char *dir) {
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    return test_cache_open("cttl", dir);
 }
 
 static bool readable(yyc_cache *c, const char *key) {
@@ -56,7 +47,7 @@ static void cache_time_to_live_applies_to_both_tiers(void **state) {
     assert_false(readable(c, "k"));
     assert_false(yyc_diskcache_contains(yyc_cache_disk(c), "k"));
     assert_true(readable(c, "never"));
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 static void cache_back_fill_keeps_the_remaining_time_to_live(void **state) {
@@ -80,7 +71,7 @@ static void cache_back_fill_keeps_the_remaining_time_to_live(void **state) {
     assert_true(readable(c, "n"));
     assert_int_equal(yyc_memcache_time_to_live(yyc_cache_memory(c), "n", 1, &mem), YYC_OK);
     assert_true(isinf(mem));
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 /* Only the wall clock moves (a forward step, as after an NTP correction): the disk's deadline
@@ -94,7 +85,7 @@ static void cache_a_forward_wall_clock_step_expires_the_memory_copy_with_the_dis
     yyc__kv_testing_advance_clock(10 * 1000); /* the monotonic clock stays */
     assert_false(yyc_cache_contains(c, "k"));
     assert_false(readable(c, "k"));
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 /* The disk tier's default time to live reaches the memory copy of a plain set. */
@@ -110,7 +101,7 @@ static void cache_the_disk_tiers_default_time_to_live_reaches_the_memory_copy(vo
     advance(10);
     assert_false(yyc_cache_contains(c, "k"));
     assert_false(readable(c, "k"));
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 /* A hostile REAL expiry in the row: the back-filled memory copy keeps it as the disk reads it
@@ -131,7 +122,7 @@ static void cache_a_back_fill_of_a_real_expiry_keeps_it(void **state) {
     assert_true(readable(c, "k")); /* back-filled */
     advance(11);
     assert_false(readable(c, "k"));
-    close_cache(c, dir);
+    test_cache_close(c, dir);
 }
 
 static const struct CMUnitTest tests[] = {

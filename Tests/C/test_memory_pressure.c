@@ -231,15 +231,22 @@ static void freeing_a_cache_waits_for_its_pressure_handling(void **state) {
 
 /* The service manager's socket: the watcher connects, sends the decoded $MEMORY_PRESSURE_WRITE,
  * and treats what the server sends as events; the server hanging up ends the watcher. */
+/* An AF_UNIX stream socket <dir>/pressure.sock listening with `backlog`; *addr its address. */
+static int listening_socket(const char *dir, int backlog, struct sockaddr_un *addr) {
+    *addr = (struct sockaddr_un){.sun_family = AF_UNIX};
+    snprintf(addr->sun_path, sizeof addr->sun_path, "%s/pressure.sock", dir);
+    int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(server >= 0);
+    assert_int_equal(bind(server, (struct sockaddr *)addr, sizeof *addr), 0);
+    assert_int_equal(listen(server, backlog), 0);
+    return server;
+}
+
 static void a_socket_source_gets_the_decoded_trigger_and_its_messages_are_events(void **state) {
     (void)state;
     char *dir = test_temp_dir("mp-sock");
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s/pressure.sock", dir);
-    int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(server >= 0);
-    assert_int_equal(bind(server, (struct sockaddr *)&addr, sizeof addr), 0);
-    assert_int_equal(listen(server, 1), 0);
+    struct sockaddr_un addr;
+    int server = listening_socket(dir, 1, &addr);
     assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", addr.sun_path, 1), 0);
     /* base64 of "some 150000 2000000" and its NUL */
     assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", "c29tZSAxNTAwMDAgMjAwMDAwMAA=", 1), 0);
@@ -320,12 +327,8 @@ static void *free_thread(void *arg) {
 static void an_opt_in_blocked_in_connect_does_not_hold_up_a_free(void **state) {
     (void)state;
     char *dir = test_temp_dir("mp-full");
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s/pressure.sock", dir);
-    int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(server >= 0);
-    assert_int_equal(bind(server, (struct sockaddr *)&addr, sizeof addr), 0);
-    assert_int_equal(listen(server, 0), 0);
+    struct sockaddr_un addr;
+    int server = listening_socket(dir, 0, &addr);
     int fillers[64], nfill = 0; /* connections nobody accepts, until the backlog is full */
     for (; nfill < 64; nfill++) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
