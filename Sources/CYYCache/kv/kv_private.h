@@ -108,8 +108,8 @@ void yyc__kv_access_times_destroy(yyc_kv *kv);
 #define YYC__KV_READ_HOLD_SECONDS 0.005
 /* After a read found another connection's commit, nothing is held for this long (seconds): a
  * held read keeps other connections' checkpoints from restarting the WAL, so among writers of
- * other processes (more than 20 commits a second) reads are not held at all. With 5 ms here the
- * WAL of a busy writer in another process reached 58 MB in a test on a loaded machine. */
+ * other processes (more than 20 commits a second) reads are not held at all (a bound as short
+ * as the hold itself let a busy writer's WAL in another process grow far past its cap). */
 #define YYC__KV_READ_HOLD_QUIET_SECONDS 0.05
 
 /* Turns the held read transaction on or off (off by default: an owner that turns it on must
