@@ -95,6 +95,7 @@ void yyc__dc_take_events_locked(yyc_diskcache *dc, event_batch *b) {
  * thread's last error is kept: a library call in the hook that fails does not replace it. */
 void yyc__dc_deliver(const event_batch *b) {
     if (b->n == 0 && b->nremoved == 0) return;
+    yyc__assert_no_lock_held(); /* the one path to user code: never under a lock */
     yyc_error saved;
     yyc_last_error(&saved);
     for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);

@@ -73,10 +73,18 @@ static inline bool yyc__lock_is_held(const void *m) {
     return false;
 }
 #define yyc__assert_held(m) assert(yyc__lock_is_held(m))
+/* Before user code runs (a hook, a listener): this thread holds none of the library's mutexes. */
+static inline bool yyc__holds_no_lock(void) {
+    int *n;
+    yyc__lock_notes(&n);
+    return *n == 0;
+}
+#define yyc__assert_no_lock_held() assert(yyc__holds_no_lock())
 #else
 #define yyc__lock_note_acquired(m) ((void)(m))
 #define yyc__lock_note_released(m) ((void)(m))
 #define yyc__assert_held(m) ((void)0)
+#define yyc__assert_no_lock_held() ((void)0)
 #endif
 
 /* ---- time ---- */
