@@ -95,7 +95,7 @@ extension Cache {
         }
         storeInMemory(
             value, byteCount: data.count, forKey: key, generation: generation,
-            timeToLive: timeToLive)
+            timeToLive: memoryTimeToLive(timeToLive))
     }
 
     /// Removes `key`'s value from both tiers; the async twin of ``removeValue(forKey:)``.

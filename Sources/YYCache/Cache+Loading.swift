@@ -7,7 +7,8 @@
 // Loading with single flight on the two-level cache: concurrent callers in this process that
 // miss on the same key (in both tiers) run the loader once and all receive its value or its
 // error; the value is stored in both tiers like setValue(_:forKey:) (each tier's default time
-// to live); an error stores nothing.
+// to live), unless a write of the key came in since the miss (that write stays in both tiers:
+// a loaded value never replaces it); an error stores nothing.
 extension Cache {
     /// The value for `key` from memory or disk, or the one `load` produces, stored in both
     /// tiers and returned. Concurrent callers of the same missing key run `load` once (on the
@@ -23,6 +24,7 @@ extension Cache {
     /// - Throws: `load`'s error; ``CacheError`` (the tiers' errors, ``CacheError/Code/encoding``).
     @_disfavoredOverload
     public func value(forKey key: String, orLoad load: () throws -> Value) throws -> Value {
+        let generation = memoryCache.writeGeneration(forKey: key)  // before the miss
         if let value = try value(forKey: key) { return value }
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
@@ -40,7 +42,7 @@ extension Cache {
                 throw error
             }
             counters.load(ok: true, clock.now - start)
-            try store(value, forKey: key, timeToLive: nil)
+            try storeLoaded(value, forKey: key, generation: generation)
             return value
         }
     }
@@ -58,6 +60,7 @@ extension Cache {
     public func value(forKey key: String, orLoad load: @Sendable @escaping () async throws -> Value)
         async throws -> Value
     {
+        let generation = memoryCache.writeGeneration(forKey: key)  // before the miss
         if let value = try await value(forKey: key) { return value }
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
@@ -76,10 +79,38 @@ extension Cache {
                     throw error
                 }
                 counters.load(ok: true, clock.now - start)
-                try await store(value, forKey: key, timeToLive: nil)
+                try await storeLoaded(value, forKey: key, generation: generation)
                 return value
             }
         }
         return try await task.value
+    }
+}
+
+extension Cache {
+    /// Stores a loaded value: on disk only if the key has no value there when it commits (a
+    /// write since the miss stays), then in memory unless the key was written since
+    /// `generation` (taken before the miss).
+    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64) throws {
+        let data = try diskCache.encode(value)
+        guard try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: nil, ifAbsent: true)
+        else { return }
+        storeInMemory(
+            value, byteCount: data.count, forKey: key, generation: generation,
+            timeToLive: memoryTimeToLive(nil))
+    }
+
+    /// The async twin of `storeLoaded(_:forKey:generation:)` (the disk write off the
+    /// cooperative pool).
+    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64) async throws {
+        let data = try diskCache.encode(value)
+        let disk = diskCache
+        let stored = try await disk.onDiskQueue {
+            try disk.store(data, forKey: key, extendedData: nil, timeToLive: nil, ifAbsent: true)
+        }
+        guard stored else { return }
+        storeInMemory(
+            value, byteCount: data.count, forKey: key, generation: generation,
+            timeToLive: memoryTimeToLive(nil))
     }
 }

@@ -195,7 +195,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         }
         storeInMemory(
             value, byteCount: data.count, forKey: key, generation: generation,
-            timeToLive: timeToLive)
+            timeToLive: memoryTimeToLive(timeToLive))
     }
 
     /// Removes `key`'s value from disk, then from memory. An empty key does nothing.
@@ -260,6 +260,18 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         {
             memoryCache.removeValue(forKey: key)
         }
+    }
+
+    /// The memory copy's time to live for a set with `timeToLive` (seconds; `nil`: each tier's
+    /// default): the set's own; without one, the disk tier's default when it has one (shorter
+    /// than memory's own default, if that is set), so the copy never outlives its disk entry;
+    /// `nil` (memory's default) otherwise.
+    func memoryTimeToLive(_ timeToLive: Double?) -> Double? {
+        if let timeToLive { return timeToLive }
+        guard let disk = diskCache.defaultTimeToLive else { return nil }
+        let seconds = DiskCache.ttlSeconds(disk)
+        guard let memory = memoryCache.defaultTimeToLive else { return seconds }
+        return min(seconds, DiskCache.ttlSeconds(memory))
     }
 
     /// The memory cost of a value encoded in `byteCount` bytes.

@@ -71,8 +71,14 @@ extension DiskCache {
 
     /// Stores `data` for `key` (see ``setData(_:forKey:extendedData:)-1okrg``) with a time to
     /// live in seconds (`.infinity`: never expires), or `nil` for the core's
-    /// ``defaultTimeToLive``.
-    func store(_ data: Data, forKey key: String, extendedData: Data?, timeToLive: Double?) throws {
+    /// ``defaultTimeToLive``. `ifAbsent` (a loaded value, stored after a miss; no extended data,
+    /// the default time to live): only if the key has no value when the write commits, so a
+    /// write since the miss stays (`yyc_diskcache_set_if_absent`). Returns whether it stored.
+    @discardableResult
+    func store(
+        _ data: Data, forKey key: String, extendedData: Data?, timeToLive: Double?,
+        ifAbsent: Bool = false
+    ) throws -> Bool {
         guard CStrings.isStorableKey(key) else {
             try withCore { _ in }  // a closed cache reports .closed first
             throw CacheError.invalidArgument("the key is empty or contains NUL")
@@ -89,12 +95,15 @@ extension DiskCache {
                 }
             }
         }
-        try withCore { core in
+        return try withCore { core in
+            var stored = true
             let status = key.withCString { cKey in
                 CStrings.withOptional(name) { cName in
                     CStrings.withBytes(data) { bytes, count in
                         CStrings.withBytes(extendedData) { extended, extendedCount in
-                            if let timeToLive {
+                            if ifAbsent {
+                                yyc_diskcache_set_if_absent(core, cKey, bytes, count, cName, &stored)
+                            } else if let timeToLive {
                                 yyc_diskcache_set_with_filename_and_ttl(
                                     core, cKey, bytes, count, extended, extendedCount, cName,
                                     timeToLive)
@@ -107,6 +116,7 @@ extension DiskCache {
                 }
             }
             try CacheError.check(status)
+            return stored
         }
     }
 

@@ -19,7 +19,8 @@ extension DiskCache {
     /// The load runs in a task of its own: cancelling one waiting caller does not cancel it for
     /// the others; a cancelled caller gets the value or `CancellationError` (when it is
     /// cancelled before it starts). Statistics: the lookup counts a hit or a miss; the load adds
-    /// one load or load failure and its duration.
+    /// one load or load failure and its duration. The loaded value is stored only if no write of
+    /// the key came in since the miss (that write stays; the loaded value is still returned).
     ///
     /// - Parameters:
     ///   - type: The type to decode (and encode, with ``coder``; `Data` bypasses it).
@@ -46,8 +47,11 @@ extension DiskCache {
         let task = DiskCacheLoads.shared.task(for: slot) { id in
             Task { [self] in
                 defer { DiskCacheLoads.shared.finish(slot, id: id) }
-                // A load that finished between the caller's miss and this task stored it.
-                if let data = try await self.data(forKey: key) { return data }
+                // A load that finished between the caller's miss and this task stored it. (A
+                // look that counts nothing first: the caller's miss was this call's one miss.)
+                if await self.containsValue(forKey: key), let data = try await self.data(forKey: key) {
+                    return data
+                }
                 let clock = ContinuousClock()
                 let start = clock.now
                 let data: Data
@@ -58,7 +62,10 @@ extension DiskCache {
                     throw error
                 }
                 self.countLoad(ok: true, clock.now - start)
-                try await self.setData(data, forKey: key)
+                // Not over a write of the key made since the miss: that one is newer.
+                _ = try await self.onDiskQueue {
+                    try self.store(data, forKey: key, extendedData: nil, timeToLive: nil, ifAbsent: true)
+                }
                 return data
             }
         }

@@ -84,9 +84,11 @@ static int memory_version(yyc_cache *c, const char *key, uint64_t *out) {
     void *held = NULL;
     int rc = yyc_memcache_get(yyc_cache_memory(c), key, strlen(key), &held);
     if (rc == YYC_OK) {
-        /* The memory tier's values are cache.c's buffers: a refcount, a length, the bytes. */
+        /* The memory tier's values are cache.c's buffers: a refcount, the disk deadline, a
+         * length, the bytes. */
         struct {
             atomic_size_t refs;
+            int64_t expiry_ms;
             size_t len;
             unsigned char data[];
         } *b = held;

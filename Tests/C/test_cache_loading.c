@@ -59,9 +59,8 @@ static void run_callers(loader *l, caller *callers) {
 
 static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = test_cache_open("cload", &dir);
     loader failing = {.c = c, .fail_with = YYC_EIO};
     caller callers[CALLERS];
     run_callers(&failing, callers);
@@ -78,18 +77,17 @@ static void cache_sixty_four_callers_of_one_missing_key_run_one_load(void **stat
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.loads, 1);
     assert_int_equal(s.load_failures, 1);
-    assert_int_equal(s.hits, CALLERS);
-    assert_int_equal(s.misses, CALLERS);
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    /* API.md: every caller missed (one miss each, twice), one load, one stored value. */
+    assert_int_equal(s.hits, 0);
+    assert_int_equal(s.misses, 2 * CALLERS);
+    assert_int_equal(s.insertions, 1);
+    test_cache_close(c, dir);
 }
 
 static void cache_statistics_count_hits_in_either_tier(void **state) {
     (void)state;
-    char *dir = test_temp_dir("cload");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = test_cache_open("cload", &dir);
     assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
     void *v = NULL;
     size_t len = 0;
@@ -107,12 +105,84 @@ static void cache_statistics_count_hits_in_either_tier(void **state) {
     yyc_cache_reset_statistics(c);
     assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
     assert_int_equal(s.hits + s.misses + s.insertions, 0);
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    test_cache_close(c, dir);
+}
+
+/* A loader that sets the key itself (a write after the miss that returns before the load's
+ * value is stored), then returns another value. */
+static int load_after_a_set(void *ctx, const char *key, void **out, size_t *len) {
+    yyc_cache *c = ctx;
+    assert_int_equal(yyc_cache_set(c, key, "set", 3), YYC_OK);
+    *out = strdup("loaded");
+    *len = 6;
+    return YYC_OK;
+}
+
+static void cache_has(yyc_cache *c, const char *key, const char *want) {
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get(c, key, &v, &len), YYC_OK);
+    assert_int_equal(len, strlen(want));
+    assert_memory_equal(v, want, len);
+    yyc_free(v);
+}
+
+/* A set acknowledged while the load ran is newer than the load's miss: both tiers keep it (the
+ * disk used to take the loaded value while memory kept the set's, and the set was lost once
+ * memory forgot the key). */
+static void cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void **state) {
+    (void)state;
+    char *dir;
+    yyc_cache *c = test_cache_open("cload", &dir);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get_or_load(c, "k", load_after_a_set, c, &v, &len), YYC_OK);
+    yyc_free(v);
+    cache_has(c, "k", "set");
+    yyc_memcache_remove_all(yyc_cache_memory(c)); /* memory forgets: the disk answers */
+    cache_has(c, "k", "set");
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.insertions, 1); /* the set; the loaded value was not stored */
+    test_cache_close(c, dir);
+}
+
+static int load_v(void *ctx, const char *key, void **out, size_t *len) {
+    (void)ctx;
+    (void)key;
+    *out = strdup("v");
+    *len = 1;
+    return YYC_OK;
+}
+
+/* API.md: a loader call on a missing key is one miss plus one load; the stored value is one
+ * insertion; a later call is one hit. */
+static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_insertion(void **state) {
+    (void)state;
+    char *dir;
+    yyc_cache *c = test_cache_open("cload", &dir);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get_or_load(c, "k", load_v, NULL, &v, &len), YYC_OK);
+    yyc_free(v);
+    yyc_cache_statistics s;
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.hits, 0);
+    assert_int_equal(s.loads, 1);
+    assert_int_equal(s.insertions, 1);
+    assert_int_equal(yyc_cache_get_or_load(c, "k", load_v, NULL, &v, &len), YYC_OK);
+    yyc_free(v);
+    assert_int_equal(yyc_cache_get_statistics(c, &s), YYC_OK);
+    assert_int_equal(s.misses, 1);
+    assert_int_equal(s.hits, 1);
+    assert_int_equal(s.loads, 1);
+    test_cache_close(c, dir);
 }
 
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss),
+    cmocka_unit_test(cache_statistics_count_a_loading_call_as_one_miss_one_load_one_insertion),
     cmocka_unit_test(cache_sixty_four_callers_of_one_missing_key_run_one_load),
     cmocka_unit_test(cache_statistics_count_hits_in_either_tier),
 };

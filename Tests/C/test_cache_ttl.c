@@ -17,6 +17,12 @@ static void advance(double seconds) {
     yyc__kv_testing_advance_clock((int64_t)llround(seconds * 1000));
 }
 
+/* A cache in a fresh folder, both test clocks frozen (moved only by advance). */
+static yyc_cache *frozen_cache(char **dir) {
+    yyc__kv_testing_freeze_clock(true);
+    return test_cache_open("cttl", dir);
+}
+
 static bool readable(yyc_cache *c, const char *key) {
     void *v = NULL;
     size_t len = 0;
@@ -28,10 +34,8 @@ static bool readable(yyc_cache *c, const char *key) {
 
 static void cache_time_to_live_applies_to_both_tiers(void **state) {
     (void)state;
-    yyc__kv_testing_freeze_clock(true);
-    char *dir = test_temp_dir("cttl");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = frozen_cache(&dir);
     assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 10), YYC_OK);
     assert_int_equal(yyc_cache_set_with_ttl(c, "never", "v", 1, INFINITY), YYC_OK);
     assert_int_equal(yyc_cache_set_with_ttl(c, "bad", "v", 1, -1), YYC_EINVAL);
@@ -43,17 +47,13 @@ static void cache_time_to_live_applies_to_both_tiers(void **state) {
     assert_false(readable(c, "k"));
     assert_false(yyc_diskcache_contains(yyc_cache_disk(c), "k"));
     assert_true(readable(c, "never"));
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    test_cache_close(c, dir);
 }
 
 static void cache_back_fill_keeps_the_remaining_time_to_live(void **state) {
     (void)state;
-    yyc__kv_testing_freeze_clock(true);
-    char *dir = test_temp_dir("cttl");
-    yyc_cache *c = NULL;
-    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    char *dir;
+    yyc_cache *c = frozen_cache(&dir);
     yyc_memcache_set_default_time_to_live(yyc_cache_memory(c), 1000); /* not for back-fills */
     assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 10), YYC_OK);
     yyc_memcache_remove_all(yyc_cache_memory(c));
@@ -71,12 +71,64 @@ static void cache_back_fill_keeps_the_remaining_time_to_live(void **state) {
     assert_true(readable(c, "n"));
     assert_int_equal(yyc_memcache_time_to_live(yyc_cache_memory(c), "n", 1, &mem), YYC_OK);
     assert_true(isinf(mem));
-    yyc_cache_free(c);
-    test_rm_rf(dir);
-    free(dir);
+    test_cache_close(c, dir);
+}
+
+/* Only the wall clock moves (a forward step, as after an NTP correction): the disk's deadline
+ * has passed, and the memory copy, which carries it, is no longer served either. */
+static void cache_a_forward_wall_clock_step_expires_the_memory_copy_with_the_disk(void **state) {
+    (void)state;
+    char *dir;
+    yyc_cache *c = frozen_cache(&dir);
+    assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 10), YYC_OK);
+    assert_true(readable(c, "k"));
+    yyc__kv_testing_advance_clock(10 * 1000); /* the monotonic clock stays */
+    assert_false(yyc_cache_contains(c, "k"));
+    assert_false(readable(c, "k"));
+    test_cache_close(c, dir);
+}
+
+/* The disk tier's default time to live reaches the memory copy of a plain set. */
+static void cache_the_disk_tiers_default_time_to_live_reaches_the_memory_copy(void **state) {
+    (void)state;
+    char *dir;
+    yyc_cache *c = frozen_cache(&dir);
+    yyc_diskcache_set_default_time_to_live(yyc_cache_disk(c), 10);
+    assert_int_equal(yyc_cache_set(c, "k", "v", 1), YYC_OK);
+    double mem = 0;
+    assert_int_equal(yyc_memcache_time_to_live(yyc_cache_memory(c), "k", 1, &mem), YYC_OK);
+    assert_true(mem > 9.9 && mem <= 10);
+    advance(10);
+    assert_false(yyc_cache_contains(c, "k"));
+    assert_false(readable(c, "k"));
+    test_cache_close(c, dir);
+}
+
+/* A hostile REAL expiry in the row: the back-filled memory copy keeps it as the disk reads it
+ * (it used to be copied as "never expires"). */
+static void cache_a_back_fill_of_a_real_expiry_keeps_it(void **state) {
+    (void)state;
+    char *dir;
+    yyc_cache *c = frozen_cache(&dir);
+    assert_int_equal(yyc_cache_set_with_ttl(c, "k", "v", 1, 1000), YYC_OK);
+    char sql[160];
+    snprintf(sql, sizeof sql, "update manifest set yyc_expiry_ms = %lld.5 where key = 'k';",
+             (long long)yyc__kv_now_ms() + 10 * 1000);
+    tk_exec(dir, sql);
+    yyc_memcache_remove_all(yyc_cache_memory(c));
+    double disk = 0;
+    assert_int_equal(yyc_diskcache_time_to_live(yyc_cache_disk(c), "k", &disk), YYC_OK);
+    assert_true(disk > 9.9 && disk <= 10.001);
+    assert_true(readable(c, "k")); /* back-filled */
+    advance(11);
+    assert_false(readable(c, "k"));
+    test_cache_close(c, dir);
 }
 
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(cache_a_forward_wall_clock_step_expires_the_memory_copy_with_the_disk),
+    cmocka_unit_test(cache_the_disk_tiers_default_time_to_live_reaches_the_memory_copy),
+    cmocka_unit_test(cache_a_back_fill_of_a_real_expiry_keeps_it),
     cmocka_unit_test(cache_time_to_live_applies_to_both_tiers),
     cmocka_unit_test(cache_back_fill_keeps_the_remaining_time_to_live),
 };

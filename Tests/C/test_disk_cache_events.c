@@ -308,11 +308,68 @@ static void disk_removal_events_are_exactly_once_under_eight_threads(void **stat
     free(dir);
 }
 
+/* --- a listener that releases the last reference during an auto-trim --- */
+
+/* Testing (disk_cache_registry.c): how many opens wait for the core of a canonical path (-1: no
+ * core is registered for it). */
+long yyc__diskcache_registry_waiters(const char *canonical_path);
+
+typedef struct releaser {
+    yyc_diskcache *dc; /* the only reference, handed to the listener */
+    atomic_int released;
+} releaser;
+
+static void release_on_first_eviction(void *ctx, const char *key, yyc_removal_cause cause) {
+    (void)key;
+    releaser *r = ctx;
+    if (cause == YYC_REMOVED_EVICTED && atomic_exchange(&r->released, 1) == 0)
+        yyc_diskcache_release(r->dc);
+}
+
+/* The header lets a listener call into the cache, releasing included: the auto-trim delivers the
+ * first batch's evictions while it hands the lock over, and the listener drops the last
+ * reference then. The trim holds its own reference for its run, so it finishes its batches on a
+ * live core, and its release closes the cache (ASan reports a use after free otherwise). */
+static void
+disk_a_listener_releasing_the_last_reference_mid_trim_does_not_free_the_trim(void **state) {
+    (void)state;
+    enum { ROWS = 600 };
+    char *dir = test_temp_dir("events-release");
+    releaser r = {0};
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &r.dc), YYC_OK);
+    yyc_diskcache_set_auto_trim_interval(r.dc, 0);
+    char key[16];
+    for (int i = 0; i < ROWS; i++) {
+        snprintf(key, sizeof key, "k%04d", i);
+        assert_int_equal(yyc_diskcache_set(r.dc, key, "v", 1, NULL, 0), YYC_OK);
+    }
+    char *canon = realpath(dir, NULL);
+    assert_int_equal(yyc__diskcache_registry_waiters(canon), 0); /* registered */
+    yyc_diskcache_set_removal_listener(r.dc, release_on_first_eviction, &r);
+    yyc_diskcache_set_count_limit(r.dc, 1);
+    yyc_diskcache_set_auto_trim_interval(r.dc,
+                                         0.01); /* the test's reference is now the listener's */
+    /* Closed once the trim let go of its own reference (a deadline only keeps a hang finite). */
+    assert_true(WAIT_UNTIL(yyc__diskcache_registry_waiters(canon) == -1, 60));
+    assert_int_equal(atomic_load(&r.released), 1);
+    free(canon);
+    /* Everything but the one entry the limit keeps was evicted before the close. */
+    yyc_diskcache *again = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &again), YYC_OK);
+    int64_t rows = -1;
+    assert_int_equal(yyc_diskcache_total_count(again, &rows), YYC_OK);
+    assert_int_equal(rows, 1);
+    yyc_diskcache_release(again);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(disk_every_removal_cause_is_reported_once_with_its_key),
     cmocka_unit_test(disk_a_listener_told_of_a_replace_can_set_again),
     cmocka_unit_test(disk_statistics_count_hits_misses_and_insertions_per_core),
     cmocka_unit_test(disk_removal_events_are_exactly_once_under_eight_threads),
+    cmocka_unit_test(disk_a_listener_releasing_the_last_reference_mid_trim_does_not_free_the_trim),
 };
 
 YYC_TEST_MAIN(tests)

@@ -86,7 +86,8 @@ static void disk_sixty_four_callers_of_one_missing_key_run_one_load(void **state
     assert_int_equal(s.loads, 1);
     assert_int_equal(s.load_failures, 0);
     assert_int_equal(s.insertions, 1);
-    assert_int_equal(s.misses, CALLERS + 1); /* each caller's read, the loader's second look */
+    assert_int_equal(s.misses,
+                     CALLERS); /* each caller's read (the loader's second look is no miss) */
     /* Stored: the next call is a hit and does not load. */
     void *v = NULL;
     size_t len = 0;
@@ -153,7 +154,48 @@ static void disk_an_expired_entry_is_loaded_again_and_a_hit_never_loads(void **s
     free(dir);
 }
 
+static int load_after_a_disk_set(void *ctx, const char *key, void **out, size_t *len) {
+    assert_int_equal(yyc_diskcache_set(ctx, key, "set", 3, NULL, 0), YYC_OK);
+    *out = strdup("loaded");
+    *len = 6;
+    return YYC_OK;
+}
+
+/* A set acknowledged while the load ran stays: the loaded value is not stored over it. The
+ * call counts one miss (its second look after the miss is no second miss) and one load. */
+static void disk_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("dload");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 1024, &dc), YYC_OK);
+    for (int mode = 0; mode < 2; mode++) { /* immediate, then deferred writes */
+        const char *key = mode ? "deferred" : "immediate";
+        if (mode)
+            assert_int_equal(yyc_diskcache_set_write_mode(dc, YYC_WRITE_DEFERRED, 60), YYC_OK);
+        yyc_diskcache_reset_statistics(dc);
+        void *v = NULL;
+        size_t len = 0;
+        assert_int_equal(yyc_diskcache_get_or_load(dc, key, load_after_a_disk_set, dc, &v, &len),
+                         YYC_OK);
+        yyc_free(v);
+        assert_int_equal(yyc_diskcache_get(dc, key, &v, &len), YYC_OK);
+        assert_int_equal(len, 3);
+        assert_memory_equal(v, "set", 3);
+        yyc_free(v);
+        yyc_cache_statistics s;
+        assert_int_equal(yyc_diskcache_statistics(dc, &s), YYC_OK);
+        assert_int_equal(s.misses, 1);
+        assert_int_equal(s.hits, 1); /* the get above */
+        assert_int_equal(s.loads, 1);
+        assert_int_equal(s.insertions, 1); /* the set's */
+    }
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(disk_a_loaded_value_never_overwrites_a_set_made_after_the_miss),
     cmocka_unit_test(disk_sixty_four_callers_of_one_missing_key_run_one_load),
     cmocka_unit_test(disk_a_failing_load_fails_every_waiter_once_and_stores_nothing),
     cmocka_unit_test(disk_an_expired_entry_is_loaded_again_and_a_hit_never_loads),

@@ -543,6 +543,109 @@ static void foreign_object_named_manifest_is_rebuilt_and_reported(void **state) 
     }
 }
 
+/* ---------------------------------------------------------------- hostile access times */
+
+typedef struct walk {
+    int seen;
+    int nulls; /* entries named null-* */
+} walk;
+
+static int count_entry(void *ctx, const yyc_diskcache_entry *e) {
+    walk *w = ctx;
+    w->seen++;
+    if (!strncmp(e->key, "null-", 5)) w->nulls++;
+    return w->seen > 100000 ? -1 : 0; /* a walk that restarts forever stops here and fails */
+}
+
+/* Access times no library writes - REAL, TEXT, NULL (more than a page of 256 of these) - among
+ * ordinary rows: an enumeration lists every row exactly once and ends (a REAL or TEXT time used
+ * to restart the same page forever; NULL ones past the first page were dropped). */
+static void enumeration_lists_rows_with_real_text_and_null_access_times_once(void **state) {
+    fixture *f = *state;
+    yyc_diskcache *dc = open_dc(f->dir);
+    add_good_rows(dc, 3);
+    /* 300 of each (more than a page): page boundaries fall on NULL, REAL and TEXT times. */
+    tk_exec(f->dir, "with recursive n(i) as (select 1 union all select i + 1 from n where i < 300) "
+                    "insert into manifest " TK_COLS
+                    " select 'null-' || i, NULL, 1, x'00', 1, NULL, NULL from n union all"
+                    " select 'real-' || i, NULL, 1, x'00', 1, 1.5 + (i % 2), NULL from n union all"
+                    " select 'text-' || i, NULL, 1, x'00', 1, 'soon', NULL from n;");
+    int64_t rows = dc_count(dc);
+    assert_int_equal(rows, 3 + 900);
+    walk w = {0};
+    assert_int_equal(yyc_diskcache_for_each_entry(dc, count_entry, &w), YYC_OK);
+    assert_int_equal(w.seen, rows);
+    assert_int_equal(w.nulls, 300);
+    yyc_diskcache_release(dc);
+}
+
+/* ---------------------------------------------------------------- deadlines vs blocked work */
+
+long yyc__kv_testing_folder_waits(void);
+
+/* Whether a passive checkpoint of another connection copied every frame back (no reader of
+ * the manifest pins an older snapshot). */
+static bool checkpoint_completes(sqlite3 *db) {
+    int log = -1, done = -1;
+    return sqlite3_wal_checkpoint_v2(db, NULL, SQLITE_CHECKPOINT_PASSIVE, &log, &done) ==
+               SQLITE_OK &&
+           log == done;
+}
+
+/* Cache A's auto-trim waits (up to a 60 s busy timeout) for A's folder lock, which another
+ * process holds. Meanwhile cache B's deadlines are kept: its deferred set is committed within
+ * the max delay, and its held read transaction ends, so another connection's checkpoint
+ * completes. Both used to wait on the one disk thread behind A's trim. (The waits are bounds
+ * that keep a failure finite, never reached when it works.) */
+static void deadlines_of_one_cache_never_wait_behind_another_caches_blocked_trim(void **state) {
+    fixture *f = *state;
+    char *a_dir = rel_path(f->dir, "a"), *b_dir = rel_path(f->dir, "b");
+    yyc_diskcache *a = open_dc(a_dir);
+    char big[4096];
+    memset(big, 'a', sizeof big);
+    assert_int_equal(yyc_diskcache_set(a, "a1", big, sizeof big, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_diskcache_set(a, "a2", big, sizeof big, NULL, 0), YYC_OK);
+    yyc__diskcache_set_busy_timeout(a, 60000);
+    yyc_diskcache_set_count_limit(a, 1);
+    char *ready = rel_path(f->dir, "ready");
+    const char *args[] = {"hold_lock", a_dir, ready, NULL};
+    pid_t pid = rel_spawn(args);
+    assert_true(pid > 0);
+    assert_true(WAIT_UNTIL(access(ready, F_OK) == 0, 30));
+    long waits = yyc__kv_testing_folder_waits();
+    yyc_diskcache_set_auto_trim_interval(a, 0.01);
+    assert_true(WAIT_UNTIL(yyc__kv_testing_folder_waits() > waits, 30)); /* A's trim waits */
+
+    yyc_diskcache *b = open_dc(b_dir);
+    assert_int_equal(yyc_diskcache_set(b, "k", "v0", 2, NULL, 0), YYC_OK);
+    assert_int_equal(yyc_diskcache_set_write_mode(b, YYC_WRITE_DEFERRED, 0.05), YYC_OK);
+    assert_int_equal(yyc_diskcache_set(b, "d", "v", 1, NULL, 0), YYC_OK);
+    bool flushed =
+        WAIT_UNTIL(tk_int(b_dir, "select count(*) from manifest where key = 'd'") == 1, 15);
+
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_diskcache_get(b, "k", &v, &len), YYC_OK); /* may hold a read */
+    yyc_free(v);
+    sqlite3 *db = tk_raw_open(b_dir);
+    sqlite3_busy_timeout(db, 0);
+    assert_int_equal(sqlite3_exec(db, "update manifest set inline_data = 'v1' where key = 'k'",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    bool read_ended = WAIT_UNTIL(checkpoint_completes(db), 15);
+    sqlite3_close(db);
+
+    kill(pid, SIGKILL);
+    rel_wait(pid, 30);
+    assert_true(flushed);
+    assert_true(read_ended);
+    yyc_diskcache_release(b);
+    yyc_diskcache_release(a);
+    free(ready);
+    free(a_dir);
+    free(b_dir);
+}
+
 /* ---------------------------------------------------------------- main */
 
 static const rel_child children[] = {
@@ -554,6 +657,10 @@ int main(int argc, char **argv) {
     if (argc > 2 && strcmp(argv[1], "--child") == 0)
         return rel_dispatch(children, argc - 2, argv + 2);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(
+            deadlines_of_one_cache_never_wait_behind_another_caches_blocked_trim, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            enumeration_lists_rows_with_real_text_and_null_access_times_once, setup, teardown),
         cmocka_unit_test_setup_teardown(trim_to_cost_removes_rows_whose_key_is_null_or_a_blob,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(trim_to_count_removes_rows_whose_key_is_null_or_a_blob,

@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "platform/internal.h"
 #include "memory/memory_pressure.h"
@@ -229,15 +231,22 @@ static void freeing_a_cache_waits_for_its_pressure_handling(void **state) {
 
 /* The service manager's socket: the watcher connects, sends the decoded $MEMORY_PRESSURE_WRITE,
  * and treats what the server sends as events; the server hanging up ends the watcher. */
+/* An AF_UNIX stream socket <dir>/pressure.sock listening with `backlog`; *addr its address. */
+static int listening_socket(const char *dir, int backlog, struct sockaddr_un *addr) {
+    *addr = (struct sockaddr_un){.sun_family = AF_UNIX};
+    snprintf(addr->sun_path, sizeof addr->sun_path, "%s/pressure.sock", dir);
+    int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(server >= 0);
+    assert_int_equal(bind(server, (struct sockaddr *)addr, sizeof *addr), 0);
+    assert_int_equal(listen(server, backlog), 0);
+    return server;
+}
+
 static void a_socket_source_gets_the_decoded_trigger_and_its_messages_are_events(void **state) {
     (void)state;
     char *dir = test_temp_dir("mp-sock");
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s/pressure.sock", dir);
-    int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    assert_true(server >= 0);
-    assert_int_equal(bind(server, (struct sockaddr *)&addr, sizeof addr), 0);
-    assert_int_equal(listen(server, 1), 0);
+    struct sockaddr_un addr;
+    int server = listening_socket(dir, 1, &addr);
     assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", addr.sun_path, 1), 0);
     /* base64 of "some 150000 2000000" and its NUL */
     assert_int_equal(setenv("MEMORY_PRESSURE_WRITE", "c29tZSAxNTAwMDAgMjAwMDAwMAA=", 1), 0);
@@ -269,6 +278,97 @@ static void a_socket_source_gets_the_decoded_trigger_and_its_messages_are_events
     close(server);
     unsetenv("MEMORY_PRESSURE_WATCH");
     unsetenv("MEMORY_PRESSURE_WRITE");
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* --- an opt-in blocked in connect() --- */
+
+typedef struct opt_in {
+    yyc_memcache *cache;
+    atomic_long tid;
+    atomic_bool done;
+} opt_in;
+
+static void *opt_in_thread(void *arg) {
+    opt_in *o = arg;
+    atomic_store(&o->tid, (long)syscall(SYS_gettid));
+    yyc_memcache_set_responds_to_system_memory_pressure(o->cache, true);
+    atomic_store(&o->done, true);
+    return NULL;
+}
+
+/* Whether thread tid of this process is inside connect() now. */
+static bool in_connect(long tid) {
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return false;
+    bool got = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    return got && atol(buf) == SYS_connect;
+}
+
+typedef struct freer {
+    yyc_memcache *cache;
+    atomic_bool done;
+} freer;
+
+static void *free_thread(void *arg) {
+    freer *f = arg;
+    yyc_memcache_free(f->cache);
+    atomic_store(&f->done, true);
+    return NULL;
+}
+
+/* A socket source whose backlog is full blocks the opt-in's connect(); meanwhile another cache
+ * is freed (every free passes through the watcher's registry): it must not wait for that
+ * connect (the source used to be opened under the registry's mutex). */
+static void an_opt_in_blocked_in_connect_does_not_hold_up_a_free(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("mp-full");
+    struct sockaddr_un addr;
+    int server = listening_socket(dir, 0, &addr);
+    int fillers[64], nfill = 0; /* connections nobody accepts, until the backlog is full */
+    for (; nfill < 64; nfill++) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        assert_true(fd >= 0);
+        if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+            assert_int_equal(errno, EAGAIN);
+            close(fd);
+            break;
+        }
+        fillers[nfill] = fd;
+    }
+    assert_true(nfill < 64);
+    assert_int_equal(setenv("MEMORY_PRESSURE_WATCH", addr.sun_path, 1), 0);
+    unsetenv("MEMORY_PRESSURE_WRITE");
+
+    opt_in o = {.cache = filled_cache(1)};
+    pthread_t opener;
+    assert_int_equal(pthread_create(&opener, NULL, opt_in_thread, &o), 0);
+    assert_true(
+        WAIT_UNTIL(atomic_load(&o.tid) != 0 && in_connect(atomic_load(&o.tid)), WAIT_SECONDS));
+    freer f = {.cache = filled_cache(1)};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, free_thread, &f), 0);
+    bool freed = WAIT_UNTIL(atomic_load(&f.done), WAIT_SECONDS);
+    assert_false(atomic_load(&o.done)); /* the opt-in still waits in connect() */
+
+    /* Let the connect through: accept everything queued (the fillers and the opt-in). */
+    for (int i = 0; i < nfill + 1; i++) {
+        int conn = accept(server, NULL, NULL);
+        assert_true(conn >= 0);
+        close(conn);
+    }
+    pthread_join(opener, NULL);
+    pthread_join(t, NULL);
+    assert_true(freed);
+    yyc_memcache_free(o.cache);
+    assert_true(yyc__memory_pressure_testing_wait_threads(0, WAIT_SECONDS));
+    for (int i = 0; i < nfill; i++) close(fillers[i]);
+    close(server);
+    unsetenv("MEMORY_PRESSURE_WATCH");
     test_rm_rf(dir);
     free(dir);
 }
@@ -360,6 +460,7 @@ static void a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_ca
      * cause, as in test_checkpoints' fork test). */
     yyc__worker_wait_idle(YYC__QUEUE_MEMORY);
     yyc__worker_wait_idle(YYC__QUEUE_DISK);
+    yyc__worker_wait_idle(YYC__QUEUE_DEADLINE);
 
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -491,6 +592,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_handler_may_free_its_cache_on_the_watcher_thread),
         cmocka_unit_test(freeing_a_cache_waits_for_its_pressure_handling),
         cmocka_unit_test(a_socket_source_gets_the_decoded_trigger_and_its_messages_are_events),
+        cmocka_unit_test(an_opt_in_blocked_in_connect_does_not_hold_up_a_free),
         cmocka_unit_test(unusable_or_disabling_variables_leave_no_watcher),
         cmocka_unit_test(without_variables_the_kernel_psi_file_is_watched),
         cmocka_unit_test(a_fork_child_starts_its_own_watcher_and_never_handles_the_parents_caches),

@@ -71,4 +71,19 @@ static inline char *test_temp_dir(const char *tag) {
     return strdup(dir);
 }
 
+/* A two-level cache in a fresh temporary folder (*dir: free it with test_cache_close). */
+static inline yyc_cache *test_cache_open(const char *tag, char **dir) {
+    *dir = test_temp_dir(tag);
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(*dir, &c), YYC_OK);
+    return c;
+}
+
+/* Frees a cache of test_cache_open and removes its folder. */
+static inline void test_cache_close(yyc_cache *c, char *dir) {
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 #endif /* YYCACHE_TEST_SUPPORT_H */

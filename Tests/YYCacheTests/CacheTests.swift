@@ -6,6 +6,32 @@ import Testing
 @testable import YYCache
 
 @Suite struct CacheTests {
+    /// A set made while the loader ran (after the miss) is newer: both tiers keep it (the
+    /// loaded value used to replace it in both).
+    @Test func aLoadedValueNeverOverwritesASetMadeAfterTheMiss() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        let value = try cache.value(forKey: "k") {
+            try cache.setValue("set", forKey: "k")
+            return "loaded"
+        }
+        #expect(value == "loaded")
+        #expect(try cache.value(forKey: "k") == "set")
+        cache.memoryCache.removeAllValues()
+        #expect(try cache.value(forKey: "k") == "set")
+        #expect(cache.statistics.insertions == 1)
+    }
+
+    /// The disk tier's default time to live reaches the memory copy of a plain set.
+    @Test func theDiskTiersDefaultTimeToLiveReachesTheMemoryCopy() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        cache.diskCache.defaultTimeToLive = .seconds(10)
+        try cache.setValue("v", forKey: "k")
+        let left = try #require(cache.memoryCache.timeToLive(forKey: "k"))
+        #expect(left > .seconds(9) && left <= .seconds(10))
+    }
+
     @Test func setThenGetReturnsTheValueFromMemory() throws {
         let folder = TemporaryFolder()
         let cache = try Cache<Profile>(path: folder.path)

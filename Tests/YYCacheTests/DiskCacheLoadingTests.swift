@@ -94,4 +94,28 @@ import Testing
         #expect(value == "fresh")
         #expect(disk.statistics.removals[.expired] == 1)
     }
+
+    /// API.md: a loader call on a missing key is one miss and one load (the task's second look
+    /// used to count a second miss), and the stored value one insertion.
+    @Test func aLoadingCallCountsOneMissOneLoadOneInsertion() async throws {
+        let folder = TemporaryFolder()
+        let disk = try DiskCache(path: folder.path)
+        #expect(try await disk.value(String.self, forKey: "k") { "loaded" } == "loaded")
+        let stats = disk.statistics
+        #expect(stats.misses == 1 && stats.hits == 0)
+        #expect(stats.loads == 1 && stats.insertions == 1)
+    }
+
+    /// A set made while the loader ran (after the miss) is newer: the loaded value is returned
+    /// to its caller but not stored over it.
+    @Test func aLoadedValueNeverOverwritesASetMadeAfterTheMiss() async throws {
+        let folder = TemporaryFolder()
+        let disk = try DiskCache(path: folder.path)
+        let value = try await disk.value(String.self, forKey: "k") {
+            try await disk.setValue("set", forKey: "k")
+            return "loaded"
+        }
+        #expect(value == "loaded")
+        #expect(try await disk.value(String.self, forKey: "k") == "set")
+    }
 }

@@ -70,16 +70,18 @@ YYC_API int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *va
 /* Loading with single flight: memory, then disk, then load (yyc_diskcache_load_fn, the disk
  * tier's yyc_diskcache_get_or_load: concurrent callers of one missing key in this process run
  * it once and all get its value or its error; the value is stored on disk, with the disk's
- * default time to live; an error stores nothing). A value found on disk or loaded is filled
- * into memory as by yyc_cache_get. Returns: YYC_OK (*out_value transferred, yyc_free; NULL when
- * *out_len is 0), the load's error, YYC_EINVAL (NULL argument, empty key), errors of the tiers.
- * Blocking: as yyc_diskcache_get_or_load (a memory hit does not touch the disk). */
+ * default time to live; an error stores nothing; a loaded value never replaces a write of the key
+ * made after the miss: that write stays in both tiers). A value found on disk or loaded is
+ * filled into memory as by yyc_cache_get. Returns: YYC_OK (*out_value transferred, yyc_free; NULL
+ * when *out_len is 0), the load's error, YYC_EINVAL (NULL argument, empty key), errors of the
+ * tiers. Blocking: as yyc_diskcache_get_or_load (a memory hit does not touch the disk). */
 YYC_API int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load,
                                   void *ctx, void **out_value, size_t *out_len);
 
 /* Statistics of this two-level cache: yyc_cache_get_statistics fills *out. Hits are gets
- * served by either tier (memory, else disk; a get_or_load that loaded counts one too), misses
- * gets served by neither, insertions the values stored through this cache, all counted by this
+ * served by either tier (memory, else disk), misses gets served by neither (a get_or_load that
+ * found neither counts one miss, and its loader run one load), insertions the values stored
+ * through this cache (a loaded value stored counts one), all counted by this
  * object's calls with relaxed atomics (exact; no lock); removals by cause and the loads are the
  * disk tier's (yyc_diskcache_statistics: every entry leaves the disk; other holders of the disk
  * core count there too). Per tier: yyc_memcache_statistics and yyc_diskcache_statistics.

@@ -134,6 +134,17 @@ YYC_API int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const cha
                                                     const void *extended, size_t extended_len,
                                                     const char *filename, double ttl_seconds);
 
+/* Stores a value a loader produced after a miss on key: as yyc_diskcache_set_with_filename (no
+ * extended data, the default time to live; filename NULL or "": the file-name function's or
+ * md5(key)), unless key has a value when the write commits (a write of the key
+ * since the miss, committed or queued; another process's is seen once it committed): that newer
+ * write stays and nothing is stored. *stored (non-NULL) says which. For loaders outside
+ * yyc_diskcache_get_or_load (which stores its loads this way). Returns and blocking as
+ * yyc_diskcache_set (YYC_OK also when nothing was stored); counted as an insertion only when
+ * stored. */
+YYC_API int yyc_diskcache_set_if_absent(yyc_diskcache *dc, const char *key, const void *value,
+                                        size_t len, const char *filename, bool *stored);
+
 /* The time to live every other set gets (yyc_diskcache_set, set_with_filename): seconds,
  * INFINITY (the default) for none. Core-wide (shared by every holder of the core). Setting NaN
  * means none; a negative value means 0. Entries already stored keep theirs. The getter returns
@@ -268,14 +279,15 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * with progress, enumeration) commits the queue first (time_to_live also answers from the
  * queue). A queued
  * set keeps its time to live, counted from the set, and is committed with it. The queue is
- * committed in one transaction (all or nothing) on the background worker at most max_delay
- * seconds after its first write, and by yyc_diskcache_flush, yyc_diskcache_close, the last
- * release, a switch back to YYC_WRITE_IMMEDIATE and exit() (an atexit handler flushes every
- * open core). remove_all drops the queue with everything else. A queue holding 10,000 writes
- * or 64 MiB of values is committed by the set that would grow it further (on the caller's
- * thread; a failure is that set's error and nothing more is queued).
- * Crash semantics: a kill loses at most the writes acknowledged since the last commit (about
- * max_delay, plus one batch while it commits); what survives is a prefix of this process's
+ * committed in one transaction (all or nothing) on a background thread that runs only such
+ * deadlines (never behind another cache's trims, sweeps or folder-lock waits) at most max_delay
+ * seconds after its first write (later only while a call of this cache holds it up), and by
+ * yyc_diskcache_flush, yyc_diskcache_close, the last release, a switch back to YYC_WRITE_IMMEDIATE
+ * and exit() (an atexit handler flushes every open core). remove_all drops the queue with
+ * everything else. A queue holding 10,000 writes or 64 MiB of values is committed by the set that
+ * would grow it further (on the caller's thread; a failure is that set's error and nothing more is
+ * queued). Crash semantics: a kill loses at most the writes acknowledged since the last commit
+ * (about max_delay, plus one batch while it commits); what survives is a prefix of this process's
  * acknowledged writes, in order: never a torn value, never an older version after a newer one.
  * Other processes see only committed writes.
  * A failed background commit is reported through the error hook and keeps the queue (nothing is
@@ -394,6 +406,10 @@ YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_
  * load (never on the core's lock; callers of other keys are not delayed) and receive a copy of
  * its value or its error status. A failed load stores nothing; the next call loads again.
  * Other processes are not coordinated with (each may load once).
+ * A loaded value is stored only if the key still has none when it commits: a set of the key
+ * made while the load ran (after its miss) is newer, and stays. Statistics: the call counts one
+ * hit, or one miss (its second look before loading is part of it) and one load or load
+ * failure; a stored loaded value is one insertion.
  * Returns: YYC_OK (*out_value transferred: free with yyc_free; NULL when *out_len is 0), the
  * load's error (or the store's), YYC_EINVAL (NULL argument, empty key, a loader that returned
  * NULL with a length), YYC_ENOMEM, errors of the read.

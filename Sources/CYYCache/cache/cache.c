@@ -17,10 +17,20 @@
  *     never drops what a newer set put there.
  *   - remove / remove_all: the disk first, then memory (changing the generation, so a read that
  *     started before cannot back-fill the removed value).
+ * Expiry (one rule, kv_private.h's yyc__kv_expired): each memory copy carries the deadline of
+ * its disk entry (`expiry_ms`, unix milliseconds on the disk's expiry clock; 0: never) - the
+ * set's own time to live or the disk tier's default, or the row's when back-filled - and a
+ * memory hit whose deadline has passed is no hit: the copy is forgotten and the read goes to
+ * the disk, which decides by the same clock. The memory tier's own time to live (monotonic) is
+ * set too, so that expired copies leave memory without a read; a wall-clock step can make the
+ * two disagree, and then the deadline decides.
  * The cost of a memory entry is the value's length; the memory tier's cost limit defaults to a
  * quarter of yyc_available_memory().
  */
 #include "platform/internal.h"
+
+#include "disk/disk_cache_private.h"
+#include "kv/kv_private.h"
 
 #include <math.h>
 #include <stdatomic.h>
@@ -39,6 +49,7 @@ struct yyc_cache {
 
 typedef struct bytes {
     atomic_size_t refs;
+    int64_t expiry_ms; /* the disk entry's deadline (yyc__kv_expired; 0: never); immutable */
     size_t len;
     unsigned char data[];
 } bytes;
@@ -55,11 +66,12 @@ static void bytes_release(void *ctx, void *value) {
     if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1) free(b);
 }
 
-static bytes *bytes_new(const void *data, size_t len) {
+static bytes *bytes_new(const void *data, size_t len, int64_t expiry_ms) {
     if (len > SIZE_MAX - sizeof(bytes)) return NULL;
     bytes *b = malloc(sizeof(bytes) + len);
     if (!b) return NULL;
     atomic_init(&b->refs, 1);
+    b->expiry_ms = expiry_ms;
     b->len = len;
     if (len) memcpy(b->data, data, len);
     return b;
@@ -129,6 +141,27 @@ static void count_read(yyc_cache *c, int rc) {
 static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value, size_t len,
                       uint64_t generation);
 
+/* The memory tier's copy of key, if it holds one whose disk deadline has not passed: copied out
+ * and counted as a hit. An expired copy is forgotten (unless a write replaced it since
+ * *generation, read first) and is no hit. Returns YYC_OK (a hit, or a failed copy's error) or
+ * YYC_NOTFOUND (go to the disk; *generation is the key's generation before this look). */
+static int memory_get(yyc_cache *c, const char *key, size_t key_len, uint64_t *generation,
+                      void **out_value, size_t *out_len, int *rc) {
+    *generation = yyc_memcache_generation(c->memory, key, key_len);
+    void *held = NULL;
+    if (yyc_memcache_get(c->memory, key, key_len, &held) != YYC_OK) return YYC_NOTFOUND;
+    bytes *b = held;
+    if (yyc__kv_expired(b->expiry_ms, yyc__kv_now_ms())) {
+        bytes_release(NULL, b);
+        yyc_memcache_remove_if_generation(c->memory, key, key_len, *generation);
+        return YYC_NOTFOUND;
+    }
+    atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    *rc = copy_out(b, out_value, out_len);
+    bytes_release(NULL, b);
+    return YYC_OK;
+}
+
 int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_len) {
     if (!out_value || !out_len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL output");
     *out_value = NULL;
@@ -137,18 +170,13 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     if (!*key) return YYC_NOTFOUND;
     size_t key_len = strlen(key);
 
-    void *held = NULL;
-    if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
-        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
-        int rc = copy_out(held, out_value, out_len);
-        bytes_release(NULL, held);
-        return rc;
-    }
+    uint64_t generation;
+    int rc;
+    if (memory_get(c, key, key_len, &generation, out_value, out_len, &rc) == YYC_OK) return rc;
 
-    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
     void *value = NULL;
     size_t len = 0;
-    int rc = yyc_diskcache_get(c->disk, key, &value, &len);
+    rc = yyc_diskcache_get(c->disk, key, &value, &len);
     count_read(c, rc);
     if (rc != YYC_OK) return rc;
     back_fill(c, key, key_len, value, len, generation);
@@ -163,9 +191,11 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
  * gone from disk since the read (expired) is not filled. */
 static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value, size_t len,
                       uint64_t generation) {
-    double ttl = INFINITY;
-    bytes *b =
-        yyc_diskcache_time_to_live(c->disk, key, &ttl) == YYC_OK ? bytes_new(value, len) : NULL;
+    int64_t expiry = 0;
+    if (yyc__diskcache_expiry_ms(c->disk, key, &expiry) != YYC_OK) return;
+    double ttl = expiry == 0 ? INFINITY : (double)(expiry - yyc__kv_now_ms()) / 1000.0;
+    if (!(ttl > 0)) return; /* (expired since the look) */
+    bytes *b = bytes_new(value, len, expiry);
     if (b) {
         yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
                                                 NULL);
@@ -173,6 +203,9 @@ static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void 
     }
 }
 
+/* Statistics (API.md): a hit in either tier is one hit; a call that found neither tier holding
+ * the key is one miss, whether its value then came from this call's loader or a concurrent one
+ * (the loads are the disk tier's counters); a loaded value stored is one insertion. */
 int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load, void *ctx,
                           void **out_value, size_t *out_len) {
     if (!out_value || !out_len)
@@ -183,22 +216,18 @@ int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn l
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: empty key");
     size_t key_len = strlen(key);
-    void *held = NULL;
-    if (yyc_memcache_get(c->memory, key, key_len, &held) == YYC_OK) {
-        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
-        int rc = copy_out(held, out_value, out_len);
-        bytes_release(NULL, held);
-        return rc;
-    }
-    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
-    /* The disk tier's single flight: one load per missing key, its value stored on disk. */
-    int rc = yyc_diskcache_get_or_load(c->disk, key, load, ctx, out_value, out_len);
-    if (rc != YYC_OK) {
-        atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
-        return rc;
-    }
-    /* Found on disk or loaded; memory is filled either way (unless a write came in). */
-    atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    uint64_t generation;
+    int rc;
+    if (memory_get(c, key, key_len, &generation, out_value, out_len, &rc) == YYC_OK) return rc;
+    /* The disk tier's single flight: one load per missing key, its value stored on disk unless
+     * a write of the key came in since the miss (that write stays, in both tiers: it changed
+     * the generation, so the back-fill below stores nothing). */
+    bool missed = false, stored = false;
+    rc = yyc__diskcache_get_or_load(c->disk, key, load, ctx, out_value, out_len, &missed, &stored);
+    if (rc != YYC_OK || missed) atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+    else atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    if (stored) atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
+    if (rc != YYC_OK) return rc;
     back_fill(c, key, key_len, *out_value, *out_len, generation);
     return YYC_OK;
 }
@@ -229,7 +258,10 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
     if (!value && len)
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
     size_t key_len = strlen(key);
-    bytes *b = bytes_new(value, len);
+    /* The memory copy's deadline: the disk entry's, taken before the disk write so that it is
+     * never later (the disk's default when the set gives none). */
+    double disk_ttl = isnan(ttl) ? yyc_diskcache_default_time_to_live(c->disk) : ttl;
+    bytes *b = bytes_new(value, len, yyc__kv_expiry_from_ttl(disk_ttl));
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
     uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
     int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
@@ -246,6 +278,10 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
     }
     atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
     bool stored = false;
+    /* Memory's own time to live: the set's; without one, memory's default, or the disk's
+     * default when that is shorter (the copy must leave memory by then). */
+    if (isnan(ttl) && disk_ttl < INFINITY)
+        ttl = fmin(disk_ttl, yyc_memcache_default_time_to_live(c->memory));
     if (isnan(ttl))
         yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
     else
@@ -269,10 +305,15 @@ int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, siz
     return set_impl(c, key, value, len, ttl_seconds);
 }
 
+/* Memory answers alone only for a copy that never expires (no time to live: no disk deadline
+ * either); a copy with a deadline is checked against the disk, which holds it by the wall
+ * clock (a look at memory's time to live is no hit: no order changes). */
 bool yyc_cache_contains(yyc_cache *c, const char *key) {
     if (!c || !key || !*key) return false;
-    return yyc_memcache_contains(c->memory, key, strlen(key)) ||
-           yyc_diskcache_contains(c->disk, key);
+    double ttl = 0;
+    if (yyc_memcache_time_to_live(c->memory, key, strlen(key), &ttl) == YYC_OK && ttl == INFINITY)
+        return true;
+    return yyc_diskcache_contains(c->disk, key);
 }
 
 int yyc_cache_remove(yyc_cache *c, const char *key) {

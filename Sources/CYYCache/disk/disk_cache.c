@@ -27,6 +27,13 @@ void yyc__dc_lock(pthread_mutex_t *m) {
     yyc__lock_note_acquired(m);
 }
 
+/* Takes m only if no other thread holds it (the deadline timers: worker.c). */
+bool yyc__dc_trylock(pthread_mutex_t *m) {
+    if (pthread_mutex_trylock(m) != 0) return false;
+    yyc__lock_note_acquired(m);
+    return true;
+}
+
 void yyc__dc_unlock(pthread_mutex_t *m) {
     yyc__lock_note_released(m);
     int rc = pthread_mutex_unlock(m);
@@ -88,6 +95,7 @@ void yyc__dc_take_events_locked(yyc_diskcache *dc, event_batch *b) {
  * thread's last error is kept: a library call in the hook that fails does not replace it. */
 void yyc__dc_deliver(const event_batch *b) {
     if (b->n == 0 && b->nremoved == 0) return;
+    yyc__assert_no_lock_held(); /* the one path to user code: never under a lock */
     yyc_error saved;
     yyc_last_error(&saved);
     for (int i = 0; i < b->n; i++) b->hook(b->ctx, &b->events[i]);
@@ -133,11 +141,15 @@ bool yyc__dc_key_is_empty(const char *key) { return !key || !*key; }
 
 /* --- reads --- */
 
-/* The read timer (disk worker): ends the held read transaction, so that an idle cache never
- * keeps another connection's checkpoint waiting, and pauses itself. */
-void yyc__dc_end_read_fire(void *arg) {
-    yyc_diskcache *dc = arg;
-    yyc__dc_lock(&dc->lock);
+/* The read timer (deadline queue): ends the held read transaction, so that an idle cache never
+ * keeps another connection's checkpoint waiting, and pauses itself. When the core's lock is
+ * held it comes back in YYC__DEADLINE_RETRY (whatever holds it ends the read before it waits
+ * for anything: yyc__kv_folder_lock). */
+static void end_read(yyc_diskcache *dc) {
+    if (!yyc__dc_trylock(&dc->lock)) {
+        yyc__timer_set_interval(yyc__timer_current(), YYC__DEADLINE_RETRY);
+        return;
+    }
     if (!dc->closed && dc->kv) {
         yyc__kv_end_read(dc->kv);
         dc->read_end_armed = false;
@@ -146,6 +158,8 @@ void yyc__dc_end_read_fire(void *arg) {
     yyc__dc_unlock(&dc->lock);
 }
 
+void yyc__dc_end_read_fire(void *arg) { yyc__dc_run(arg, end_read); }
+
 /* Reads note their access times instead of writing them (kv_access_times.c); this writes
  * them from the disk worker, at most ACCESS_WRITES_PER_FIRE per fire (so that heavy reads of
  * many keys cost the worker a bounded share of the lock), ACCESS_WRITE_CHUNK per transaction,
@@ -153,8 +167,7 @@ void yyc__dc_end_read_fire(void *arg) {
  * writes them all first, chunk by chunk in the same way (trim_in_batches_locked), and the close
  * writes the rest. */
 
-void yyc__dc_write_access_times_fire(void *arg) {
-    yyc_diskcache *dc = arg;
+static void write_access_times(yyc_diskcache *dc) {
     for (size_t written = 0; written < ACCESS_WRITES_PER_FIRE; written += ACCESS_WRITE_CHUNK) {
         yyc__dc_lock(&dc->lock);
         bool more = !dc->closed && dc->kv && yyc__kv_access_times_pending(dc->kv) > 0;
@@ -164,6 +177,8 @@ void yyc__dc_write_access_times_fire(void *arg) {
         if (!more) return;
     }
 }
+
+void yyc__dc_write_access_times_fire(void *arg) { yyc__dc_run(arg, write_access_times); }
 
 #ifdef YYC_TESTING
 /* Testing: one fire of the access-time timer now, on the caller's thread. */
@@ -202,27 +217,29 @@ bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key) {
     return rc == YYC_OK;
 }
 
-int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len) {
+/* yyc_diskcache_get; counted as a hit or a miss only with `count` (a get_or_load's second look
+ * after its miss is part of the one miss it counted). */
+int yyc__dc_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len, bool count) {
     if (YYC__MISUSE(dc == NULL || out_value == NULL || out_len == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out_value = NULL;
     *out_len = 0;
     int rc = yyc__dc_lock_open(dc);
     if (rc != YYC_OK) return rc;
-    if (yyc__dc_queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
-        if (rc == YYC_OK) dc->stats.hits++;
-        else if (rc == YYC_NOTFOUND) dc->stats.misses++;
-        yyc__dc_unlock_and_deliver(dc);
-        return rc;
+    if (!yyc__dc_queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+        rc = yyc__dc_key_is_empty(key) ? YYC_NOTFOUND
+                                       : yyc_kv_get_value(dc->kv, key, out_value, out_len);
+        if (rc == YYC_NOTFOUND) yyc__dc_remove_if_read_found_expired_locked(dc, key);
+        arm_read_end_locked(dc);
     }
-    rc = yyc__dc_key_is_empty(key) ? YYC_NOTFOUND
-                                   : yyc_kv_get_value(dc->kv, key, out_value, out_len);
-    if (rc == YYC_NOTFOUND) yyc__dc_remove_if_read_found_expired_locked(dc, key);
-    if (rc == YYC_OK) dc->stats.hits++;
-    else if (rc == YYC_NOTFOUND) dc->stats.misses++;
-    arm_read_end_locked(dc);
+    if (count && rc == YYC_OK) dc->stats.hits++;
+    else if (count && rc == YYC_NOTFOUND) dc->stats.misses++;
     yyc__dc_unlock_and_deliver(dc);
     return rc;
+}
+
+int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len) {
+    return yyc__dc_get(dc, key, out_value, out_len, true);
 }
 
 int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,

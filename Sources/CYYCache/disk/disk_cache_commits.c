@@ -37,6 +37,28 @@ static write_req *take_incoming(yyc_diskcache *dc) {
     return oldest;
 }
 
+/* Caller holds the lock; reqs[0..n) are the next requests to commit, oldest first. A loaded
+ * value (if_absent) is stored only if its key has no value: a set (or a queued one) of the key
+ * since the load's miss - committed before, or earlier in this batch - is newer than what the
+ * load read, and must not be written over. Such a request is marked skipped, status YYC_OK. */
+static void skip_loaded_values_written_over_locked(yyc_diskcache *dc, write_req **reqs, size_t n) {
+    yyc__assert_held(&dc->lock);
+    for (size_t i = 0; i < n; i++) {
+        write_req *r = reqs[i];
+        if (!r->if_absent) continue;
+        bool taken = false;
+        for (size_t j = 0; j < i && !taken; j++)
+            taken = !reqs[j]->skipped && !strcmp(reqs[j]->w.key, r->w.key);
+        int rc = YYC_NOTFOUND;
+        if (!taken && !yyc__dc_queued_read_locked(dc, r->w.key, false, NULL, NULL, &rc))
+            rc = yyc_kv_exists(dc->kv, r->w.key);
+        if (taken || rc == YYC_OK) {
+            r->skipped = true;
+            r->w.status = YYC_OK;
+        }
+    }
+}
+
 /* Wakes the sets asleep on commit_done (to find their request done, or the baton free). */
 static void wake_waiters(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->commit_lock);
@@ -68,17 +90,23 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
             wake_waiters(dc);
             continue;
         }
+        skip_loaded_values_written_over_locked(dc, reqs, n);
+        size_t kept = 0; /* the batch without the skipped loaded values */
+        for (size_t i = 0; i < n; i++)
+            if (!reqs[i]->skipped) batch[kept++] = &reqs[i]->w;
         for (size_t i = 0; i < n; i++) { /* (default_ttl is [lock]: read here, not in set_impl) */
             double ttl = isnan(reqs[i]->ttl) ? dc->default_ttl : reqs[i]->ttl;
             reqs[i]->w.expiry_ms = yyc__kv_expiry_from_ttl(ttl);
         }
         if (dc->mode == YYC_WRITE_DEFERRED) {
             for (size_t i = 0; i < n; i++)
-                if (yyc__dc_deferred_put_locked(dc, &reqs[i]->w) == YYC_OK) dc->stats.insertions++;
+                if (!reqs[i]->skipped && yyc__dc_deferred_put_locked(dc, &reqs[i]->w) == YYC_OK)
+                    dc->stats.insertions++;
         } else {
-            yyc__kv_save_each(dc->kv, batch, n);
+            yyc__kv_save_each(dc->kv, batch, kept);
             for (size_t i = 0; i < n; i++)
-                if (reqs[i]->w.status == YYC_OK) yyc__dc_note_saved_locked(dc, &reqs[i]->w);
+                if (!reqs[i]->skipped && reqs[i]->w.status == YYC_OK)
+                    yyc__dc_note_saved_locked(dc, &reqs[i]->w);
             dc->last_batch = n;
         }
         for (size_t i = 0; i < n; i++)
@@ -187,7 +215,7 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
 
 static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                     const void *extended, size_t extended_len, const char *explicit_name,
-                    bool use_fn, double ttl) {
+                    bool use_fn, double ttl, bool if_absent, bool *stored) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc;
     if (yyc__dc_key_is_empty(key) || (!value && len)) {
@@ -248,20 +276,33 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
                            .filename = filename,
                            .extended = extended,
                            .extended_len = extended_len},
-                     .ttl = ttl};
-    return commit_write(dc, &req);
+                     .ttl = ttl,
+                     .if_absent = if_absent};
+    rc = commit_write(dc, &req);
+    if (stored) *stored = rc == YYC_OK && !req.skipped;
+    return rc;
+}
+
+/* A loaded value (get_or_load, and loaders outside it): stored as yyc_diskcache_set, with the
+ * default time to live, unless the key has a value by the time it commits (written since the
+ * load's miss): that write stays. *stored: whether it was stored. */
+int yyc_diskcache_set_if_absent(yyc_diskcache *dc, const char *key, const void *value, size_t len,
+                                const char *filename, bool *stored) {
+    if (stored) *stored = false;
+    return set_impl(dc, key, value, len, NULL, 0, filename, true, NAN, true, stored);
 }
 
 int yyc_diskcache_set(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                       const void *extended, size_t extended_len) {
-    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, NAN);
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, NAN, false, NULL);
 }
 
 int yyc_diskcache_set_with_ttl(yyc_diskcache *dc, const char *key, const void *value, size_t len,
                                const void *extended, size_t extended_len, double ttl_seconds) {
     if (isnan(ttl_seconds) || ttl_seconds < 0)
         return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
-    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, ttl_seconds);
+    return set_impl(dc, key, value, len, extended, extended_len, NULL, true, ttl_seconds, false,
+                    NULL);
 }
 
 int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key, const void *value,
@@ -269,13 +310,14 @@ int yyc_diskcache_set_with_filename_and_ttl(yyc_diskcache *dc, const char *key, 
                                             const char *filename, double ttl_seconds) {
     if (isnan(ttl_seconds) || ttl_seconds < 0)
         return yyc__error(YYC_EINVAL, 0, 0, "time to live is negative or NaN");
-    return set_impl(dc, key, value, len, extended, extended_len, filename, false, ttl_seconds);
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, ttl_seconds,
+                    false, NULL);
 }
 
 int yyc_diskcache_set_with_filename(yyc_diskcache *dc, const char *key, const void *value,
                                     size_t len, const void *extended, size_t extended_len,
                                     const char *filename) {
-    return set_impl(dc, key, value, len, extended, extended_len, filename, false, NAN);
+    return set_impl(dc, key, value, len, extended, extended_len, filename, false, NAN, false, NULL);
 }
 
 void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *ctx) {
@@ -376,7 +418,7 @@ bool yyc__dc_queued_read_locked(yyc_diskcache *dc, const char *key, bool want_ex
     if (!e) return false;
     /* An expired queued save is a miss (its row, committed with its expiry, is then removed
      * and reported as YYC_REMOVED_EXPIRED by whatever finds it on disk, as for any row). */
-    bool gone = e->remove || (e->expiry_ms != 0 && yyc__kv_now_ms() >= e->expiry_ms);
+    bool gone = e->remove || yyc__kv_expired(e->expiry_ms, yyc__kv_now_ms());
     *rc = gone ? YYC_NOTFOUND : YYC_OK;
     if (gone || !out) return true;
     const void *src = want_ext ? e->extended : e->value;
@@ -406,12 +448,15 @@ void yyc__dc_deferred_close_locked(yyc_diskcache *dc) {
     yyc__deferred_clear(&dc->queue);
 }
 
-/* The flush timer (disk worker): commits the queue; pauses itself once the queue is empty. A
+/* The flush timer (deadline queue): commits the queue; pauses itself once the queue is empty. A
  * failed commit is tried again after max_delay, but at most once a second (each failure is
- * reported: a full disk must not flood the hook). */
-static void flush_fire(void *arg) {
-    yyc_diskcache *dc = arg;
-    yyc__dc_lock(&dc->lock);
+ * reported: a full disk must not flood the hook). When the core's lock is held it comes back in
+ * YYC__DEADLINE_RETRY, never waiting behind another thread's work on the core. */
+static void flush(yyc_diskcache *dc) {
+    if (!yyc__dc_trylock(&dc->lock)) {
+        yyc__timer_set_interval(yyc__timer_current(), YYC__DEADLINE_RETRY);
+        return;
+    }
     if (dc->closed) {
         yyc__dc_unlock(&dc->lock);
         return;
@@ -421,6 +466,8 @@ static void flush_fire(void *arg) {
     else if (rc != YYC_OK) yyc__timer_set_interval(dc->flush_timer, fmax(dc->max_delay, 1.0));
     yyc__dc_unlock_and_deliver(dc);
 }
+
+static void flush_fire(void *arg) { yyc__dc_run(arg, flush); }
 
 /* exit(): commits the queue of every open core (each retained meanwhile; no lock held while
  * flushing, so error hooks run as usual). */
@@ -456,7 +503,7 @@ int yyc_diskcache_set_write_mode(yyc_diskcache *dc, yyc_write_mode mode, double 
         if (isnan(max_delay)) max_delay = 1;
         max_delay = max_delay < 0.001 ? 0.001 : max_delay > 3600 ? 3600 : max_delay;
         if (!dc->flush_timer)
-            rc = yyc__timer_new(YYC__QUEUE_DISK, flush_fire, dc, 0, &dc->flush_timer);
+            rc = yyc__timer_new(YYC__QUEUE_DEADLINE, flush_fire, dc, 0, &dc->flush_timer);
         if (rc != YYC_OK) {
             rc = yyc__dc_fail_locked(dc, rc, ENOMEM, "create the deferred writes' timer");
         } else {

@@ -69,7 +69,7 @@ int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **
             if (it->n == 0) return YYC_NOTFOUND;
         }
         const yyc__kv_entry *e = &it->page[it->next++];
-        if (e->expiry_ms && e->expiry_ms <= yyc__kv_now_ms()) continue; /* expired meanwhile */
+        if (yyc__kv_expired(e->expiry_ms, yyc__kv_now_ms())) continue; /* expired meanwhile */
         it->current = (yyc_diskcache_entry){.key = e->key,
                                             .filename = e->filename,
                                             .size = e->size,
@@ -84,6 +84,7 @@ int yyc_diskcache_iter_next(yyc_diskcache_iter *it, const yyc_diskcache_entry **
 void yyc_diskcache_iter_free(yyc_diskcache_iter *it) {
     if (!it) return;
     yyc__kv_entries_clear(it->page, it->n);
+    yyc__kv_cursor_clear(&it->cursor);
     yyc_diskcache_release(it->dc);
     free(it);
 }

@@ -60,6 +60,12 @@
  * together with the core lock. No user callback (file-name function, progress, error hook)
  * runs while a lock is held, and none runs while this thread keeps a core OPENING or CLOSING
  * (the close delivers its events after the core is CLOSED), so a callback may open the path.
+ *
+ * User code runs through one path: yyc__dc_deliver (error hook, removal listener), with no lock
+ * held, on a thread whose use of the core is covered - a public call's caller holds a
+ * reference, and a timer's callback runs inside yyc__dc_run, which puts off to its end any
+ * release that a callback makes on its thread (the last reference dropped by a listener during
+ * an auto-trim's hand-over closes the core once the trim is done, never under it).
  */
 #ifndef YYCACHE_DISK_CACHE_INTERNAL_H
 #define YYCACHE_DISK_CACHE_INTERNAL_H
@@ -92,6 +98,8 @@
 typedef struct write_req {
     yyc__kv_write w;  /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
     double ttl;       /* seconds (INFINITY: never), or NAN for the core's default time to live */
+    bool if_absent;   /* a loaded value: stored only if the key has none (set_if_absent) */
+    bool skipped;     /* [committer] if_absent, and the key had a value: not stored */
     atomic_bool done; /* committed or failed: w.status is final (release store, acquire load) */
     struct write_req *next; /* in `incoming` */
 } write_req;
@@ -153,7 +161,7 @@ struct yyc_diskcache {
     pthread_cond_t commit_done;
     int commit_sleepers;
     /* Deferred writes (see yyc_diskcache_set_write_mode): the mode, the queue, and the timer
-     * that commits it on the disk worker (created with the first switch to DEFERRED, paused
+     * that commits it on the deadline queue (created with the first switch to DEFERRED, paused
      * while the queue is empty; [lock], freed by the close outside the lock). */
     yyc_write_mode mode;
     double max_delay;
@@ -232,6 +240,7 @@ typedef struct event_batch {
 void yyc__dc_lock_init(pthread_mutex_t *m);
 void yyc__dc_lock(pthread_mutex_t *m);
 void yyc__dc_unlock(pthread_mutex_t *m);
+bool yyc__dc_trylock(pthread_mutex_t *m);
 void yyc__dc_push_event(yyc_diskcache *dc, const yyc_error *e);
 int yyc__dc_fail_locked(yyc_diskcache *dc, int code, int sys_errno, const char *what);
 void yyc__dc_take_events_locked(yyc_diskcache *dc, event_batch *b);
@@ -240,8 +249,12 @@ void yyc__dc_unlock_and_deliver(yyc_diskcache *dc);
 void yyc__dc_lock_as_caller(yyc_diskcache *dc);
 int yyc__dc_lock_open(yyc_diskcache *dc);
 bool yyc__dc_key_is_empty(const char *key);
+int yyc__dc_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len, bool count);
 void yyc__dc_end_read_fire(void *arg);
 void yyc__dc_write_access_times_fire(void *arg);
+
+/* disk_cache_registry.c */
+void yyc__dc_run(yyc_diskcache *dc, void (*body)(yyc_diskcache *dc));
 
 /* disk_cache_commits.c */
 int yyc__dc_deferred_commit_locked(yyc_diskcache *dc);

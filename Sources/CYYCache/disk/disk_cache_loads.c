@@ -5,6 +5,7 @@
  * Fields, lock order and invariants: disk_cache_internal.h.
  */
 #include "disk/disk_cache_internal.h"
+#include "disk/disk_cache_private.h"
 
 /* --- private prototypes --- */
 
@@ -72,8 +73,11 @@ static int wait_flight_locked(yyc_diskcache *dc, struct flight *f, void **out, s
     return status;
 }
 
-int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_load_fn load,
-                              void *ctx, void **out_value, size_t *out_len) {
+int yyc__diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_load_fn load,
+                               void *ctx, void **out_value, size_t *out_len, bool *missed,
+                               bool *stored) {
+    if (missed) *missed = false;
+    if (stored) *stored = false;
     if (YYC__MISUSE(dc == NULL || load == NULL || out_value == NULL || out_len == NULL))
         return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
     *out_value = NULL;
@@ -81,6 +85,7 @@ int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_
     if (yyc__dc_key_is_empty(key)) return yyc__error(YYC_EINVAL, 0, 0, "empty key");
     int rc = yyc_diskcache_get(dc, key, out_value, out_len); /* a hit or a miss */
     if (rc != YYC_NOTFOUND) return rc;
+    if (missed) *missed = true;
 
     yyc__dc_lock(&dc->flights_lock);
     struct flight *f = dc->flights;
@@ -105,8 +110,9 @@ int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_
     dc->flights = f;
     yyc__dc_unlock(&dc->flights_lock);
 
-    /* A load that finished between our miss and our flight stored its value: use it. */
-    rc = yyc_diskcache_get(dc, key, out_value, out_len);
+    /* A load that finished between our miss and our flight stored its value: use it (part of
+     * the miss counted above, not a second read). */
+    rc = yyc__dc_get(dc, key, out_value, out_len, false);
     bool loaded = false;
     if (rc == YYC_NOTFOUND) {
         double start = yyc__monotonic_now();
@@ -117,7 +123,8 @@ int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_
         if (rc == YYC_OK && !value && len) rc = YYC_EINVAL;
         uint64_t ns = (uint64_t)((yyc__monotonic_now() - start) * 1e9);
         count_load(dc, rc == YYC_OK, ns);
-        if (rc == YYC_OK) rc = yyc_diskcache_set(dc, key, value, len, NULL, 0);
+        /* Stored unless a write of the key came in since the miss: that one is newer. */
+        if (rc == YYC_OK) rc = yyc_diskcache_set_if_absent(dc, key, value, len, NULL, stored);
         if (rc == YYC_OK) {
             *out_value = len ? value : NULL;
             *out_len = len;
@@ -154,6 +161,11 @@ int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_
     if (rc != YYC_OK && loaded)
         yyc__error(failure.code, failure.sqlite_code, failure.sys_errno, "%s", failure.message);
     return rc;
+}
+
+int yyc_diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache_load_fn load,
+                              void *ctx, void **out_value, size_t *out_len) {
+    return yyc__diskcache_get_or_load(dc, key, load, ctx, out_value, out_len, NULL, NULL);
 }
 
 #ifdef YYC_TESTING
@@ -212,31 +224,39 @@ int yyc_diskcache_trim_expired(yyc_diskcache *dc) {
     return rc;
 }
 
-int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {
-    if (YYC__MISUSE(dc == NULL || out_seconds == NULL))
-        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
-    *out_seconds = 0;
+int yyc__diskcache_expiry_ms(yyc_diskcache *dc, const char *key, int64_t *expiry_ms) {
+    *expiry_ms = 0;
     int rc = yyc__dc_lock_open(dc);
     if (rc != YYC_OK) return rc;
-    int64_t expiry = 0;
     const yyc__deferred_entry *queued =
         yyc__dc_key_is_empty(key) ? NULL : yyc__deferred_find(&dc->queue, key);
     int64_t now = yyc__kv_now_ms();
     if (queued) { /* the queued write is the answer (nothing is committed for it) */
-        bool gone = queued->remove || (queued->expiry_ms != 0 && queued->expiry_ms <= now);
-        if (!gone)
-            *out_seconds =
-                queued->expiry_ms == 0 ? INFINITY : (double)(queued->expiry_ms - now) / 1000.0;
+        bool gone = queued->remove || yyc__kv_expired(queued->expiry_ms, now);
+        if (!gone) *expiry_ms = queued->expiry_ms;
         yyc__dc_unlock_and_deliver(dc);
         return gone ? YYC_NOTFOUND : YYC_OK;
     }
+    int64_t expiry = 0;
     rc = yyc__dc_key_is_empty(key) ? YYC_NOTFOUND : yyc__kv_expiry_of(dc->kv, key, &expiry);
-    if (rc == YYC_OK && expiry != 0 && expiry <= now) {
+    if (rc == YYC_OK && yyc__kv_expired(expiry, now)) {
         remove_if_expired_locked(dc, key);
         rc = YYC_NOTFOUND;
     }
-    if (rc == YYC_OK) *out_seconds = expiry == 0 ? INFINITY : (double)(expiry - now) / 1000.0;
+    if (rc == YYC_OK) *expiry_ms = expiry;
     yyc__dc_unlock_and_deliver(dc);
+    return rc;
+}
+
+int yyc_diskcache_time_to_live(yyc_diskcache *dc, const char *key, double *out_seconds) {
+    if (YYC__MISUSE(dc == NULL || out_seconds == NULL))
+        return yyc__error(YYC_EINVAL, 0, 0, "NULL argument");
+    *out_seconds = 0;
+    int64_t expiry = 0;
+    int rc = yyc__diskcache_expiry_ms(dc, key, &expiry);
+    if (rc == YYC_OK)
+        *out_seconds = expiry == 0 ? INFINITY : (double)(expiry - yyc__kv_now_ms()) / 1000.0;
+    if (rc == YYC_OK && *out_seconds < 0) *out_seconds = 0; /* (expired since the look) */
     return rc;
 }
 

@@ -85,8 +85,8 @@ static bool unreachable_locked(const yyc_diskcache *dc) {
 static int open_storage(yyc_diskcache *dc) {
     /* The core is not shared yet: the hook may queue events without the lock. */
     int rc = yyc__kv_open_ex(dc->path, dc->type, kv_hook, dc, &dc->kv);
-    if (rc == YYC_OK &&
-        yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_end_read_fire, dc, 0, &dc->read_timer) == YYC_OK)
+    if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DEADLINE, yyc__dc_end_read_fire, dc, 0,
+                                       &dc->read_timer) == YYC_OK)
         yyc__kv_set_read_hold(dc->kv, true); /* (no timer: no read is held) */
     if (rc == YYC_OK && yyc__timer_new(YYC__QUEUE_DISK, yyc__dc_write_access_times_fire, dc,
                                        ACCESS_WRITE_INTERVAL, &dc->access_timer) == YYC_OK)
@@ -229,6 +229,25 @@ int yyc_diskcache_open(const char *path, size_t inline_threshold, yyc_diskcache 
     return YYC_OK;
 }
 
+/* A timer's run (yyc__dc_run) keeps its core alive to its end. A release on another thread
+ * needs nothing: the last one closes the core, which waits for the running timers (they then
+ * see the core closed and stop). A release made on the run's own thread - by a listener or a
+ * hook the run delivers to - cannot wait for the run it is part of: it is put off to the run's
+ * end (deferred_releases), so the run never reads a freed core. The run takes no counted
+ * reference of its own, so the last release of the application's keeps closing the core before
+ * it returns, as the header says. */
+static _Thread_local yyc_diskcache *running_core;
+static _Thread_local long deferred_releases;
+
+void yyc__dc_run(yyc_diskcache *dc, void (*body)(yyc_diskcache *dc)) {
+    assert(running_core == NULL); /* timers do not nest: one runs at a time on a queue */
+    running_core = dc;
+    body(dc);
+    running_core = NULL;
+    for (long n = deferred_releases; n > 0; n--) yyc_diskcache_release(dc);
+    deferred_releases = 0;
+}
+
 yyc_diskcache *yyc_diskcache_retain(yyc_diskcache *dc) {
     if (!dc) return NULL;
     yyc__dc_lock(&yyc__dc_registry.lock);
@@ -295,6 +314,10 @@ void yyc_diskcache_close(yyc_diskcache *dc) {
 
 void yyc_diskcache_release(yyc_diskcache *dc) {
     if (!dc) return;
+    if (dc == running_core) { /* from inside the core's own timer run: at its end */
+        deferred_releases++;
+        return;
+    }
     yyc__dc_lock(&yyc__dc_registry.lock);
     long left = --dc->refcount;
     assert(left >= 0);

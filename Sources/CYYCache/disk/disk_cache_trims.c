@@ -34,9 +34,9 @@ static void hand_over_locked(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->lock);
 }
 
-/* After a trim removed rows: the WAL is truncated on the checkpoint queue (on ext4 a
- * truncating checkpoint's fsync alone took 80 ms, all of it under the core's lock), unless the
- * file system is short of space (yyc__kv_space_is_short): then here and now, so that the space
+/* After a trim removed rows: the WAL is truncated on the checkpoint queue (a truncating
+ * checkpoint's fsync would otherwise run under the core's lock), unless the file system is short
+ * of space (yyc__kv_space_is_short): then here and now, so that the space
  * the trim freed is there for the next set. */
 static void truncate_wal_after_trim_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
@@ -60,8 +60,8 @@ static int trim_in_batches_locked(yyc_diskcache *dc, yyc__kv_trim kind, int64_t 
         bool more = false;
         int64_t n = 0;
         /* The access times noted so far first (also those of the reads made since the last
-         * batch), a chunk per transaction with the lock handed over between two: writing 8,192
-         * of them at once took 160 ms at 100,000 entries. */
+         * batch), a chunk per transaction with the lock handed over between two, so that no
+         * caller waits behind all of them at once. */
         size_t noted = yyc__kv_access_times_pending(dc->kv);
         for (size_t written = 0; noted > 0;) {
             yyc__kv_write_access_times(dc->kv, ACCESS_WRITE_CHUNK);
@@ -183,8 +183,7 @@ int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
 }
 
 /* The auto-trim timer (worker thread): cost, count, age, free space, as YYDiskCache does. */
-void yyc__dc_auto_trim(void *arg) {
-    yyc_diskcache *dc = arg;
+static void auto_trim(yyc_diskcache *dc) {
     yyc__dc_lock(&dc->lock);
     if (dc->closed) {
         yyc__dc_unlock(&dc->lock);
@@ -202,8 +201,10 @@ void yyc__dc_auto_trim(void *arg) {
     yyc__dc_watch_locked(dc);
     if (dc->kv) trim_free_space_locked(dc, dc->free_space_limit);
     yyc__dc_unwatch_locked(dc, YYC_REMOVED_EVICTED);
-    yyc__dc_unlock_and_deliver(dc); /* touches nothing of dc after the hook */
+    yyc__dc_unlock_and_deliver(dc);
 }
+
+void yyc__dc_auto_trim(void *arg) { yyc__dc_run(arg, auto_trim); }
 
 /* --- removal events and statistics (kv_removals.c) ---
  *

@@ -118,6 +118,26 @@ int yyc__kv_save_with_expiry(yyc_kv *kv, const char *key, const void *value, siz
 
 /* --- one row --- */
 
+/* The expiry column's value as the manifest's SQL reads it (LIVE_ROW: live while NULL or
+ * greater than yyc_now_ms()), in the one rule of yyc__kv_expired: NULL, TEXT and BLOB
+ * (greater than any number in SQLite's order) never expire: 0; a number expires once now >=
+ * it: an INTEGER as it is, a hostile REAL rounded up (now is whole milliseconds); one not
+ * above 0 is long past (1). */
+int64_t yyc__kv_expiry_column(sqlite3_stmt *s, int col) {
+    switch (sqlite3_column_type(s, col)) {
+    case SQLITE_INTEGER: {
+        int64_t v = sqlite3_column_int64(s, col);
+        return v > 0 ? v : 1;
+    }
+    case SQLITE_FLOAT: {
+        double v = ceil(sqlite3_column_double(s, col));
+        if (!(v > 0)) return 1;
+        return v >= 9.2e18 ? INT64_MAX : (int64_t)v;
+    }
+    default: return 0;
+    }
+}
+
 #define SQL_EXPIRY_OF "select " EXPIRY_COLUMN " from manifest where key = ?1;"
 
 int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms) {
@@ -131,10 +151,7 @@ int yyc__kv_expiry_of(yyc_kv *kv, const char *key, int64_t *expiry_ms) {
     if (rc != YYC_OK) return rc;
     yyc__kv_bind_key(s, 1, key);
     int src = sqlite3_step(s);
-    if (src == SQLITE_ROW && sqlite3_column_type(s, 0) == SQLITE_INTEGER) {
-        int64_t v = sqlite3_column_int64(s, 0);
-        *expiry_ms = v > 0 ? v : 1; /* (a hostile 0 or negative expiry: long past) */
-    }
+    if (src == SQLITE_ROW) *expiry_ms = yyc__kv_expiry_column(s, 0);
     yyc__stmt_done(s);
     if (src == SQLITE_ROW) return YYC_OK;
     if (src == SQLITE_DONE) return YYC_NOTFOUND;

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <md5.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -148,6 +149,12 @@ void yyc__kv_file_ref_forget(file_ref *r) {
  * timed wait, so it polls (LOCK_NB) with sleeps growing from 50 us to 5 ms. Returns 0,
  * EWOULDBLOCK when another open file description still holds it at the deadline, or the errno
  * of a failure (EINTR is retried). */
+#ifdef YYC_TESTING
+static atomic_long folder_waits; /* folder-lock waits begun (another process held it) */
+long yyc__kv_testing_folder_waits(void);
+long yyc__kv_testing_folder_waits(void) { return atomic_load(&folder_waits); }
+#endif
+
 int yyc__kv_flock_bounded(int fd, int timeout_ms) {
     double deadline = yyc__monotonic_now() + (timeout_ms > 0 ? timeout_ms : 0) / 1000.0;
     for (unsigned attempt = 0;; attempt++) {
@@ -155,6 +162,9 @@ int yyc__kv_flock_bounded(int fd, int timeout_ms) {
         int err = errno;
         if (err == EINTR) continue;
         if (err != EWOULDBLOCK) return err;
+#ifdef YYC_TESTING
+        if (attempt == 0) atomic_fetch_add(&folder_waits, 1);
+#endif
         if (yyc__monotonic_now() >= deadline) return EWOULDBLOCK;
         usleep(attempt < 7 ? 50u << attempt : 5000u);
     }

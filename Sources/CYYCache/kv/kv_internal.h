@@ -450,6 +450,8 @@ int yyc__kv_delete_selected(yyc_kv *kv, select_rows_fn select, const void *arg, 
 /* Registers the connection's SQL functions yyc_now_ms() (yyc__kv_now_ms) and
  * yyc_save_expiry() (kv->save_expiry_ms, NULL when 0). Returns an SQLite status. */
 int yyc__kv_expiry_register_functions(yyc_kv *kv, sqlite3 *db);
+/* The expiry column `col` of the row s is on, as yyc__kv_expired reads it (0: never). */
+int64_t yyc__kv_expiry_column(sqlite3_stmt *s, int col);
 /* Whether the manifest has the expiry column and its index, adding them when missing. */
 bool yyc__kv_expiry_ensure_column(sqlite3 *db);
 

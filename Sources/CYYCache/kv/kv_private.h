@@ -125,8 +125,8 @@ void yyc__kv_access_times_destroy(yyc_kv *kv);
 #define YYC__KV_READ_HOLD_SECONDS 0.005
 /* After a read found another connection's commit, nothing is held for this long (seconds): a
  * held read keeps other connections' checkpoints from restarting the WAL, so among writers of
- * other processes (more than 20 commits a second) reads are not held at all. With 5 ms here the
- * WAL of a busy writer in another process reached 58 MB in a test on a loaded machine. */
+ * other processes (more than 20 commits a second) reads are not held at all (a bound as short
+ * as the hold itself let a busy writer's WAL in another process grow far past its cap). */
 #define YYC__KV_READ_HOLD_QUIET_SECONDS 0.05
 
 /* Turns the held read transaction on or off (off by default: an owner that turns it on must
@@ -157,6 +157,14 @@ int yyc__kv_vacuum(yyc_kv *kv);
 
 /* Now on the expiry clock: unix milliseconds (CLOCK_REALTIME, moved by the test clock). */
 int64_t yyc__kv_now_ms(void);
+
+/* The one rule for "expired", for every deadline the library keeps (a row's, a queued write's,
+ * a two-level cache's memory copy of a disk entry): a deadline in unix milliseconds on the
+ * expiry clock (0: never) has passed when now >= it. The manifest's SQL says the same
+ * (LIVE_ROW, kv_internal.h); a row's stored value is read by yyc__kv_expiry_of. */
+static inline bool yyc__kv_expired(int64_t expiry_ms, int64_t now_ms) {
+    return expiry_ms != 0 && now_ms >= expiry_ms;
+}
 
 /* The expiry of a row saved now with a time to live of ttl_seconds (>= 0; INFINITY: none):
  * now plus the time to live rounded up to a millisecond, or 0 (none) for INFINITY or a time to
@@ -213,12 +221,16 @@ bool yyc__kv_last_save_replaced(const yyc_kv *kv);
 /* --- entries a page at a time (kv_entries.c) --- */
 
 /* Where a walk of the entries is: after the row (last_access_time, rowid); not started: at
- * the beginning. */
+ * the beginning. The access time is kept as the row held it (a copy of the column's value,
+ * whatever its type: a hostile REAL, TEXT or NULL orders as SQLite orders it), freed by
+ * yyc__kv_cursor_clear. */
 typedef struct yyc__kv_cursor {
     bool started;
-    int64_t last_access_time;
+    struct sqlite3_value *last_access_time; /* owned; NULL: the row's was NULL */
     int64_t rowid;
 } yyc__kv_cursor;
+/* Frees what the cursor holds and puts it back at the beginning. */
+void yyc__kv_cursor_clear(yyc__kv_cursor *cursor);
 
 /* One entry of a page; key and filename (NULL: inline) are owned (yyc__kv_entries_clear). */
 typedef struct yyc__kv_entry {

@@ -7,8 +7,8 @@
  * key bytes inline. Keys are arbitrary byte strings (zero length and NUL bytes allowed, at most
  * UINT32_MAX bytes). Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles
  * with the entry count (and halves when pop_tail leaves it 1/8 full), and rehashes
- * incrementally (a few slots per mutating call), so no call stalls on a full rehash (one would
- * take ~10 ms at a million entries, under the owner's lock).
+ * incrementally (a few slots per mutating call), so no call stalls on a full rehash (which, at a
+ * million entries, would hold the owner's lock for milliseconds).
  *
  * A table slot is 8 bytes: the node pointer, the entry's distance from its home slot and a
  * 13-bit tag of hash bits. A lookup reads slots until the tag matches and only then touches a

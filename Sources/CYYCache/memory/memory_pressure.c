@@ -12,8 +12,9 @@
  * finishing the cache it was handling while a new one starts, so the registry tracks every
  * live watcher, and forgetting a cache waits for each of them.
  *
- * One mutex (state.lock) guards everything below; it is never held while a handler runs or
- * around another lock (the caches' mutexes are taken only with it released).
+ * One mutex (state.lock) guards everything below; it is never held while a handler runs, while
+ * a source is opened (a connect() may block: open_watcher), or around another lock (the caches'
+ * mutexes are taken only with it released).
  *
  * Invariants (under state.lock):
  *   - table is an open-addressing hash set (linear probing, no tombstones: a removal shifts the
@@ -81,6 +82,7 @@ static struct {
     unsigned long layout;
     size_t count;
     watcher *watchers;
+    bool opening; /* an opt-in is opening a source with the lock released (open_watcher) */
     watcher *active;
     unsigned long round;  /* handling passes started */
     unsigned long events; /* handling passes finished */
@@ -136,6 +138,7 @@ static void fork_child(void) {
     }
     state.watchers = NULL;
     state.active = NULL;
+    state.opening = false; /* (the parent's opener is not in the child) */
     free(state.table);
     state.table = NULL;
     state.mask = 0;
@@ -423,10 +426,10 @@ static void *watcher_main(void *arg) {
     return NULL;
 }
 
-/* Opens a source and starts a watcher thread on it (under the lock). NULL if there is no
- * usable source or the thread could not be started. */
-static watcher *start_locked(void) {
-    yyc__assert_held(&state.lock);
+/* Opens a source for a new watcher, with no lock held: opening can block for as long as the
+ * source likes (connect() to a socket whose backlog is full), and the registry's mutex is taken
+ * by every yyc_memcache_free. NULL if there is no usable source. */
+static watcher *open_watcher(void) {
     watcher *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->fd = choose_source(&w->events, &w->source);
@@ -440,6 +443,21 @@ static watcher *start_locked(void) {
         free(w);
         return NULL;
     }
+    return w;
+}
+
+static void close_watcher(watcher *w) {
+    if (!w) return;
+    close(w->fd);
+    close(w->wake_fd);
+    free(w);
+}
+
+/* Starts a watcher thread on w, opened by open_watcher (under the lock). NULL if the thread
+ * could not be started (w is freed). */
+static watcher *start_locked(watcher *w) {
+    yyc__assert_held(&state.lock);
+    if (!w) return NULL;
     /* Signals stay with the application's threads. */
     sigset_t all, old;
     sigfillset(&all);
@@ -455,9 +473,7 @@ static watcher *start_locked(void) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (rc != 0) {
         state.watchers = w->next;
-        close(w->fd);
-        close(w->wake_fd);
-        free(w);
+        close_watcher(w);
         return NULL;
     }
     return w;
@@ -478,7 +494,9 @@ static void stop_locked(void) {
 
 #else /* not Linux: no pressure-stall information, no watcher */
 
-static watcher *start_locked(void) { return NULL; }
+static watcher *open_watcher(void) { return NULL; }
+static void close_watcher(watcher *w) { (void)w; }
+static watcher *start_locked(watcher *w) { return w; }
 static void stop_locked(void) {}
 
 #endif
@@ -596,7 +614,18 @@ int yyc__memory_pressure_subscribe(void *c, yyc__pressure_handler fn) {
     int rc = YYC_OK;
     if (!find_locked(c)) {
         if (!insert_locked(c, fn, state.round)) rc = YYC_ENOMEM;
-        else if (state.count == 1) state.active = start_locked();
+        /* The first opt-in opens the source with the lock released (open_watcher), then
+         * starts the watcher unless every cache opted out meanwhile. Opt-ins meanwhile find
+         * `opening` set and leave it to this one. */
+        if (rc == YYC_OK && state.count > 0 && !state.active && !state.opening) {
+            state.opening = true;
+            unlock();
+            watcher *w = open_watcher();
+            lock();
+            state.opening = false;
+            if (state.count > 0 && !state.active) state.active = start_locked(w);
+            else close_watcher(w);
+        }
     }
     check_locked();
     unlock();

@@ -73,10 +73,18 @@ static inline bool yyc__lock_is_held(const void *m) {
     return false;
 }
 #define yyc__assert_held(m) assert(yyc__lock_is_held(m))
+/* Before user code runs (a hook, a listener): this thread holds none of the library's mutexes. */
+static inline bool yyc__holds_no_lock(void) {
+    int *n;
+    yyc__lock_notes(&n);
+    return *n == 0;
+}
+#define yyc__assert_no_lock_held() assert(yyc__holds_no_lock())
 #else
 #define yyc__lock_note_acquired(m) ((void)(m))
 #define yyc__lock_note_released(m) ((void)(m))
 #define yyc__assert_held(m) ((void)0)
+#define yyc__assert_no_lock_held() ((void)0)
 #endif
 
 /* ---- time ---- */
@@ -90,18 +98,24 @@ double yyc__monotonic_coarse_now(void);
 
 /* ---- background worker ----
  *
- * Two lazily started threads run deferred jobs in FIFO order and fire timers, one per queue, so
- * that disk maintenance never delays memory-cache work (worker.c). Jobs carry an owner tag so
+ * Lazily started threads run deferred jobs in FIFO order and fire timers, one per queue, so
+ * that work with a deadline never waits behind work that may block (worker.c states each
+ * queue's promise). Jobs carry an owner tag so
  * that an object can wait for its own pending jobs (and only those) before it is freed.
  * After fork() the child starts with empty queues and no thread: the parent's jobs and timers
  * are never run there (see worker.c). */
 
 typedef void (*yyc__job_fn)(void *arg);
 
+/* Seconds after which a YYC__QUEUE_DEADLINE callback that found its lock held tries again. */
+#define YYC__DEADLINE_RETRY 0.002
+
 typedef enum yyc__queue {
     YYC__QUEUE_MEMORY,     /* memory caches: releases, cost trims, auto-trims; never touch disk */
     YYC__QUEUE_DISK,       /* disk maintenance: trash, orphan sweeps, disk auto-trims; may wait for
                             * the folder lock and SQLite's busy timeout */
+    YYC__QUEUE_DEADLINE,   /* disk timers with a deadline (deferred flush, read-transaction end):
+                            * never wait for a lock another thread holds (worker.c) */
     YYC__QUEUE_CHECKPOINT, /* WAL checkpoints of the manifests: short passive copies that wait
                             * for nothing, so a commit may wait for them (kv_checkpoints.c) */
     YYC__QUEUE_COUNT
@@ -139,6 +153,11 @@ int yyc__timer_new(yyc__queue queue, yyc__job_fn fire, void *arg, double interva
 
 /* Changes the interval; the next firing is rescheduled from now. Thread-safe. */
 void yyc__timer_set_interval(yyc__timer *t, double interval);
+
+/* The timer whose callback runs on the calling thread (NULL outside a timer's callback): a
+ * callback may reschedule itself with yyc__timer_set_interval without reading its owner's
+ * fields. */
+yyc__timer *yyc__timer_current(void);
 
 /* Cancels the timer and frees it. If fire is running on the queue's thread, waits for it to
  * return (unless called from fire itself). NULL is fine. Thread-safe. */

@@ -1,11 +1,23 @@
 /*
- * worker.c - the library's background threads: deferred jobs and repeating timers, on three
- * queues that never wait for each other.
+ * worker.c - the library's background threads: deferred jobs and repeating timers, on four
+ * queues that never wait for each other. Threads by promise: work with a deadline never queues
+ * behind work that may block. Each queue's promise:
  *
  *   YYC__QUEUE_MEMORY  memory caches: value releases, deferred cost trims, auto-trims. Short
  *                      jobs that never touch disk (they run the caches' release callbacks).
- *   YYC__QUEUE_DISK    disk maintenance: trash emptying, orphan sweeps, disk auto-trims. They
- *                      may wait for the folder lock and SQLite's busy timeout.
+ *                      Promise: nothing here waits for the disk.
+ *   YYC__QUEUE_DISK    disk maintenance: trash emptying, orphan sweeps, disk auto-trims, the
+ *                      writes of noted access times. No promise of promptness: they may wait
+ *                      for the folder lock and SQLite's busy timeout, or run for seconds (40,000
+ *                      files in the trash). Nothing with a deadline runs here.
+ *   YYC__QUEUE_DEADLINE  disk timers with a deadline: the deferred writes' flush (within the
+ *                      max delay) and the end of a held read transaction (so that another
+ *                      connection's checkpoint is not kept waiting). Promise: a callback here
+ *                      never waits for a lock another thread holds - it tries the core's lock
+ *                      and, when that is held, comes back a moment later
+ *                      (YYC__DEADLINE_RETRY) - so one core's blocked trim or sweep never
+ *                      delays another core's deadline. (A flush's commit may still wait on
+ *                      SQLite's busy handler for writers of its own folder.)
  *   YYC__QUEUE_CHECKPOINT  WAL checkpoints of the manifests, queued by commits
  *                      (kv_checkpoints.c). Passive copies that wait for no lock, so a commit
  *                      past the WAL cap can wait for one without waiting behind a long sweep.
@@ -82,11 +94,14 @@ struct queue {
 static queue queues[YYC__QUEUE_COUNT] = {
     [YYC__QUEUE_MEMORY] = {.lock = PTHREAD_MUTEX_INITIALIZER},
     [YYC__QUEUE_DISK] = {.lock = PTHREAD_MUTEX_INITIALIZER},
+    [YYC__QUEUE_DEADLINE] = {.lock = PTHREAD_MUTEX_INITIALIZER},
     [YYC__QUEUE_CHECKPOINT] = {.lock = PTHREAD_MUTEX_INITIALIZER},
 };
 
 /* The queue whose thread this is (NULL on every other thread). */
 static _Thread_local queue *current_queue;
+/* The timer whose fire() runs on this thread (NULL outside one). */
+static _Thread_local yyc__timer *current_timer;
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
@@ -212,7 +227,9 @@ static void *worker_main(void *arg) {
         if (t && t->deadline <= yyc__monotonic_now()) {
             t->firing = q->timer_firing = true;
             unlock(q);
+            current_timer = t;
             t->fire(t->arg);
+            current_timer = NULL;
             lock(q);
             t->firing = q->timer_firing = false;
             if (t->cancelled) free(t);
@@ -362,6 +379,8 @@ void yyc__timer_set_interval(yyc__timer *t, double interval) {
     pthread_cond_signal(&q->wake);
     unlock(q);
 }
+
+yyc__timer *yyc__timer_current(void) { return current_timer; }
 
 void yyc__timer_free(yyc__timer *t) {
     if (!t) return;
