@@ -17,6 +17,7 @@ import Testing
             (.tooLarge, YYC_ETOOBIG),
             (.noSpace, YYC_ENOSPC),
             (.permissionDenied, YYC_EPERM),
+            (.recursiveLoad, YYC_ERECURSIVE),
         ]
         for (code, status) in pairs {
             #expect(code.rawValue == Int32(status.rawValue), "\(code)")

@@ -241,6 +241,25 @@ import Testing
         #expect(viaHome.diskCache.path == folder.appending(".cache/other"))
     }
 
+    @Test func aNameIsOnePathComponentAndCannotEscapeTheCacheDirectory() throws {
+        let folder = TemporaryFolder()
+        let inside = folder.appending("xdg")
+        try FileManager.default.createDirectory(atPath: inside, withIntermediateDirectories: true)
+        let environment = ["XDG_CACHE_HOME": inside]
+        for name in ["../escaped", "..", ".", "a/b", "/abs", "a\0b", ""] {
+            let error = #expect(throws: CacheError.self, "\(name)") {
+                try Cache<Int>(name: name, environment: environment)
+            }
+            #expect(error?.code == .invalidArgument)
+        }
+        // Nothing was created, inside or outside the cache directory.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: inside).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["xdg"])
+        // Dots inside a name are fine.
+        let dotted = try Cache<Int>(name: "a..b.c", environment: environment)
+        #expect(dotted.diskCache.path == inside + "/a..b.c")
+    }
+
     @Test func twoCachesWithTheSameNameShareOneDiskCore() throws {
         let folder = TemporaryFolder()
         let environment = ["XDG_CACHE_HOME": folder.path]

@@ -16,10 +16,12 @@ extension DiskCache {
     /// load stores nothing, and the next call runs it again. Callers of other keys are not
     /// delayed. An expired entry is a miss (removed, reported `.expired`) and is loaded again.
     ///
-    /// The load runs in a task of its own: cancelling one waiting caller does not cancel it for
-    /// the others; a cancelled caller gets the value or `CancellationError` (when it is
-    /// cancelled before it starts). Statistics: the lookup counts a hit or a miss; the load adds
-    /// one load or load failure and its duration.
+    /// The load runs in a task of its own. A cancelled caller returns `CancellationError` at
+    /// once; the load goes on for the others and its value is stored; when every caller has
+    /// been cancelled, the load's task is cancelled too. A loader that asks for its own key
+    /// fails at once with ``CacheError/Code/recursiveLoad`` (see "Expiry and loading").
+    /// Statistics: the lookup counts a hit or a miss; the load adds one load or load failure
+    /// and its duration.
     ///
     /// - Parameters:
     ///   - type: The type to decode (and encode, with ``coder``; `Data` bypasses it).
@@ -42,10 +44,11 @@ extension DiskCache {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
         let core = try withCore { UInt(bitPattern: $0) }
-        let slot = DiskCacheLoads.Slot(core: core, key: key)
-        let task = DiskCacheLoads.shared.task(for: slot) { id in
-            Task { [self] in
-                defer { DiskCacheLoads.shared.finish(slot, id: id) }
+        let marker = LoadScope.Marker(core: core, key: key)
+        try LoadScope.check(marker)
+        let data = try await DiskCacheLoads.shared.value(for: DiskCacheLoads.Slot(core: core, key: key)) {
+            [self] in
+            try await LoadScope.run(marker) {
                 // A load that finished between the caller's miss and this task stored it.
                 if let data = try await self.data(forKey: key) { return data }
                 let clock = ContinuousClock()
@@ -58,11 +61,60 @@ extension DiskCache {
                     throw error
                 }
                 self.countLoad(ok: true, clock.now - start)
-                try await self.setData(data, forKey: key)
+                // Stored even when every caller has left meanwhile (the load is done).
+                try await Task { try await self.setData(data, forKey: key) }.value
                 return data
             }
         }
-        return try decode(type, from: try await task.value)
+        return try decode(type, from: data)
+    }
+
+    /// The blocking twin of the async ``value(_:forKey:orLoad:)``: the value stored for `key`,
+    /// or the one `load` produces, stored (with ``defaultTimeToLive``) and returned. Concurrent
+    /// callers in this process that miss on the same key run `load` once (on the first caller's
+    /// thread; the others sleep until it finishes, on no cache lock) and all receive its value
+    /// or its error (unwrapped); a failed load stores nothing. An expired entry is a miss.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode (and encode, with ``coder``; `Data` bypasses it).
+    ///   - key: A non-empty key without NUL bytes.
+    ///   - load: Produces the value on a miss; it runs with no lock held and may use the cache
+    ///     (asking for its own key fails at once with ``CacheError/Code/recursiveLoad``).
+    /// - Returns: The stored or loaded value.
+    /// - Throws: `load`'s error; ``CacheError`` (``CacheError/Code/closed``,
+    ///   ``CacheError/Code/decoding``, ``CacheError/Code/encoding``, I/O and SQLite failures).
+    ///
+    /// The corresponding C function is `yyc_diskcache_get_or_load`.
+    @_disfavoredOverload
+    public func value<T: Codable & Sendable>(
+        _ type: T.Type, forKey key: String, orLoad load: () throws -> T
+    ) throws -> T {
+        if let value = try value(type, forKey: key) { return value }
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        let core = try withCore { UInt(bitPattern: $0) }
+        let marker = LoadScope.Marker(core: core, key: key)
+        try LoadScope.check(marker)
+        let data = try DiskCacheLoads.blocking.run(DiskCacheLoads.Slot(core: core, key: key)) {
+            try LoadScope.run(marker) {
+                // A load that finished between this caller's miss and its flight stored it.
+                if let data = try self.data(forKey: key) { return data }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let data: Data
+                do {
+                    data = try self.encode(try load())
+                } catch {
+                    self.countLoad(ok: false, clock.now - start)
+                    throw error
+                }
+                self.countLoad(ok: true, clock.now - start)
+                try self.setData(data, forKey: key)
+                return data
+            }
+        }
+        return try decode(type, from: data)
     }
 
     /// Adds a finished load to the core's statistics.

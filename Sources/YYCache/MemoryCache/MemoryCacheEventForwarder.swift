@@ -3,17 +3,22 @@ import CYYCache
 /// Forwards the C core's events to a ``MemoryCache``'s handlers.
 @usableFromInline
 final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unchecked Sendable {
-    // @unchecked Sendable: `cache` is written once, in MemoryCache.init, before the hooks are
-    // installed; afterwards it is only read.
+    // @unchecked Sendable: every mutable property is behind a lock.
 
-    /// The cache, not retained. `unowned(unsafe)` rather than `weak`: a weakly referenced object
-    /// gets a reference-count side table, which sends every retain of the cache through the
-    /// runtime's slow path. Safe because the cache owns this object and the C core calls the
-    /// event hooks only from `handleMemoryWarning()` / `handleEnterBackground()`, on a live cache,
-    /// or from the memory-pressure watcher's thread, whose handling of the cache
-    /// `yyc_memcache_free` (the cache's `deinit`) waits for: the object stays allocated until
-    /// the hook has returned.
-    unowned(unsafe) var cache: MemoryCache<Key, Value>?
+    /// The memory-warning and enter-background handlers, with the cache they receive.
+    struct WarningHandlers {
+        /// The cache, held weakly and only while a handler is set (a weakly referenced object
+        /// gets a reference-count side table, which sends every retain of the cache through the
+        /// runtime's slow path: caches without these handlers stay without one). Weak, because
+        /// the memory-pressure watcher may reach a cache whose `deinit` has begun (the deinit
+        /// then waits for that handling): loading the reference gives `nil` then, and the
+        /// handler is not called; an unowned reference would hand the handler a cache being
+        /// destroyed, and a handler that kept it would abort the process.
+        weak var cache: MemoryCache<Key, Value>?
+        var memoryWarning: (@Sendable (MemoryCache<Key, Value>) -> Void)?
+        var enterBackground: (@Sendable (MemoryCache<Key, Value>) -> Void)?
+    }
+    let warningHandlers = Protected(WarningHandlers())
 
     /// ``MemoryCache/didRemoveValue``. Kept here, not in the cache, because removal events may
     /// run on the background worker while the cache is being deinitialized (its free waits for
@@ -28,12 +33,12 @@ final class MemoryCacheEvents<Key: CacheKey, Value>: MemoryCacheCallbacks, @unch
     }
 
     override func memoryWarning() {
-        guard let cache else { return }
-        cache.state.withLock { $0.didReceiveMemoryWarning }?(cache)
+        let (cache, handler) = warningHandlers.withLock { ($0.cache, $0.memoryWarning) }
+        if let cache, let handler { handler(cache) }
     }
 
     override func enterBackground() {
-        guard let cache else { return }
-        cache.state.withLock { $0.didEnterBackground }?(cache)
+        let (cache, handler) = warningHandlers.withLock { ($0.cache, $0.enterBackground) }
+        if let cache, let handler { handler(cache) }
     }
 }
