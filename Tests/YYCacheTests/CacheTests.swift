@@ -260,6 +260,41 @@ import Testing
         #expect(dotted.diskCache.path == inside + "/a..b.c")
     }
 
+    @Test func theDefaultTimeToLiveAndTheTimeLeftHoldForBothTiers() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        #expect(cache.defaultTimeToLive == nil)
+        cache.defaultTimeToLive = .seconds(600)
+        #expect(cache.defaultTimeToLive == .seconds(600))
+        #expect(cache.diskCache.defaultTimeToLive == .seconds(600))
+        #expect(cache.memoryCache.defaultTimeToLive == .seconds(600))
+        try cache.setValue(1, forKey: "k")
+        let left = try #require(cache.timeToLive(forKey: "k"))
+        #expect(left > .seconds(590) && left <= .seconds(600))
+        let memoryLeft = try #require(cache.memoryCache.timeToLive(forKey: "k"))
+        #expect(memoryLeft > .seconds(590) && memoryLeft <= .seconds(600))
+        #expect(cache.timeToLive(forKey: "missing") == nil)
+        cache.defaultTimeToLive = nil
+        try cache.setValue(2, forKey: "forever")
+        #expect(cache.timeToLive(forKey: "forever") == nil)
+    }
+
+    @Test func theRemovalListenerReportsEachRemovalOnce() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        let seen = Mutex<[String]>([])
+        cache.didRemoveEntry = { key, cause in seen.withLock { $0.append("\(key) \(cause)") } }
+        cache.memoryCache.countLimit = 1  // memory drops values that stay on disk: not removals
+        try cache.setValue(1, forKey: "a")
+        try cache.setValue(2, forKey: "b")
+        try cache.setValue(3, forKey: "a")
+        try cache.removeValue(forKey: "b")
+        try cache.setValue(4, forKey: "gone", timeToLive: .zero)
+        #expect(try cache.value(forKey: "gone") == nil)
+        #expect(try cache.value(forKey: "a") == 3)
+        #expect(seen.withLock { $0 } == ["a replaced", "b explicit", "gone expired"])
+    }
+
     @Test func twoCachesWithTheSameNameShareOneDiskCore() throws {
         let folder = TemporaryFolder()
         let environment = ["XDG_CACHE_HOME": folder.path]

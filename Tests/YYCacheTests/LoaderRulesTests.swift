@@ -162,7 +162,12 @@ private func eventuallyAsync(_ condition: () throws -> Bool) async rethrows -> B
         let gate = Gate()
         defer { gate.release() }
         // The first caller starts the load; the second joins it.
-        let first = Task { try await loaders.load("k") { try await gate.wait(); return 7 } }
+        let first = Task {
+            try await loaders.load("k") {
+                try await gate.wait()
+                return 7
+            }
+        }
         #expect(await eventuallyAsync { gate.entered == 1 })
         let second = Task { try await loaders.load("k") { 0 } }
         #expect(await eventuallyAsync { loaders.callers("k") == 2 })
@@ -185,7 +190,14 @@ private func eventuallyAsync(_ condition: () throws -> Bool) async rethrows -> B
         let loaders = try Loaders(kind, folder: folder)
         let gate = Gate()
         defer { gate.release() }
-        let callers = (0..<3).map { _ in Task { try await loaders.load("k") { try await gate.wait(); return 7 } } }
+        let callers = (0..<3).map { _ in
+            Task {
+                try await loaders.load("k") {
+                    try await gate.wait()
+                    return 7
+                }
+            }
+        }
         #expect(await eventuallyAsync { gate.entered == 1 })
         for caller in callers { caller.cancel() }
         for caller in callers {

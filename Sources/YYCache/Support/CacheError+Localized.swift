@@ -1,3 +1,5 @@
+import CYYCache
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -5,10 +7,18 @@
 #endif
 
 // `localizedDescription` (and so `print(error.localizedDescription)`, alerts and logs that use
-// it) shows the code and the message instead of Foundation's "The operation could not be
-// completed. (YYCache.CacheError error 1.)".
+// it) reads as a sentence instead of Foundation's "The operation could not be completed.
+// (YYCache.CacheError error 1.)"; `description` keeps the debug form with the code's name.
 extension CacheError: LocalizedError {
-    /// The same text as ``description``: the code's name, the message and the SQLite code when
-    /// there is one (never keys or values). Not translated.
-    public var errorDescription: String? { description }
+    /// The message as a sentence (capitalized, with a final period), with the SQLite result code
+    /// when there is one; the code's generic message when the message is empty. Never keys or
+    /// values. Not translated.
+    public var errorDescription: String? {
+        var text = message.isEmpty ? String(cString: yyc_strerror(code.rawValue)) : message
+        if code == .encoding && message.isEmpty { text = "a value could not be encoded" }
+        if code == .decoding && message.isEmpty { text = "the stored bytes could not be decoded" }
+        while text.last == "." { text.removeLast() }
+        if let sqliteCode { text += " (SQLite result code \(sqliteCode))" }
+        return text.prefix(1).uppercased() + text.dropFirst() + "."
+    }
 }

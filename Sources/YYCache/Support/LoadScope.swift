@@ -43,6 +43,7 @@ enum LoadScope {
 extension CacheError {
     /// The error of a loader that asked for the key it is loading.
     static var recursiveLoadError: CacheError {
-        CacheError(code: .recursiveLoad, message: "a loader asked for the key it is loading, which would wait for itself")
+        CacheError(
+            code: .recursiveLoad, message: "a loader asked for the key it is loading, which would wait for itself")
     }
 }
