@@ -76,7 +76,14 @@ private func dropEveryWay<V>(
             cache.countLimit = .max
             cache.costLimit = 10
             for i in 20..<40 { cache.setValue(value(), forKey: i, cost: 5) }  // worker's cost trim
-            _ = eventually { cache.totalCost <= 10 }
+            // Until the worker has handed back every value it evicted (it unlinks first, hands
+            // back after: under TSan the calls below could otherwise overtake it).
+            _ = eventually(timeout: .seconds(60)) {
+                yyc_memcache_total_cost(cache.handle) <= 10
+                    && drops.made - log.count - yyc_memcache_total_count(cache.handle)
+                        == cache.events.handedBack.withLock { $0.count }
+            }
+            _ = cache.totalCost  // releases them here
             cache.costLimit = .max
             for i in 40..<60 { cache.setValue(value(), forKey: i, cost: 1) }
             cache.trim(toCount: 15)
