@@ -5,7 +5,7 @@
 #
 # The version lives in CMakeLists.txt's project(VERSION). The others must agree with it:
 #   Sources/CYYCache/platform/status.c         the YYC_VERSION_STRING fallback (SwiftPM builds without it)
-#   Sources/YYCache/PackageVersion.swift  PackageVersion.string
+#   Sources/YYCache/Support/PackageVersion.swift  PackageVersion.string
 #   CHANGELOG.md                      the newest release heading, "## [X.Y.Z] - date"
 #   Sources/yycache-cli/yycache.1     the manual page's .TH source "YYCache X.Y.Z" and its
 #                                     example of `yycache --version`
@@ -36,8 +36,8 @@ check() { # check <what> <found> <expected>
 check "Sources/CYYCache/platform/status.c (YYC_VERSION_STRING fallback)" \
     "$(sed -n 's/^#define YYC_VERSION_STRING "\(.*\)"/\1/p' Sources/CYYCache/platform/status.c)" "$v"
 swift_version=$(sed -n 's/^ *public static let string = "\(.*\)"/\1/p' \
-    Sources/YYCache/PackageVersion.swift)
-check "Sources/YYCache/PackageVersion.swift (PackageVersion.string)" "$swift_version" "$v"
+    Sources/YYCache/Support/PackageVersion.swift)
+check "Sources/YYCache/Support/PackageVersion.swift (PackageVersion.string)" "$swift_version" "$v"
 check "CHANGELOG.md (newest release heading)" \
     "$(sed -n 's/^## \[\([0-9][^]]*\)\].*/\1/p' CHANGELOG.md | head -n 1)" "$v"
 man=Sources/yycache-cli/yycache.1

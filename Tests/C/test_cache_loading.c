@@ -180,11 +180,54 @@ static void cache_statistics_count_a_loading_call_as_one_miss_one_load_one_inser
     test_cache_close(c, dir);
 }
 
+static int load_fresh(void *ctx, const char *key, void **out, size_t *len) {
+    (void)key;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+    *out = strdup("fresh");
+    *len = 5;
+    return YYC_OK;
+}
+
+/* A loader that asks the two-level cache for its own key. */
+static int self_load(void *ctx, const char *key, void **out, size_t *len) {
+    (void)out;
+    (void)len;
+    yyc_cache *c = ctx;
+    void *v = NULL;
+    size_t n = 0;
+    atomic_int inner_runs = 0;
+    assert_int_equal(yyc_cache_get_or_load(c, key, load_fresh, &inner_runs, &v, &n),
+                     YYC_ERECURSIVE);
+    assert_int_equal(atomic_load(&inner_runs), 0);
+    return YYC_ERECURSIVE;
+}
+
+static void
+cache_a_load_asking_for_its_own_key_fails_at_once_and_the_key_stays_usable(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("cload");
+    yyc_cache *c = NULL;
+    assert_int_equal(yyc_cache_open(dir, &c), YYC_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_cache_get_or_load(c, "k", self_load, c, &v, &len), YYC_ERECURSIVE);
+    assert_null(v);
+    atomic_int runs = 0;
+    assert_int_equal(yyc_cache_get_or_load(c, "k", load_fresh, &runs, &v, &len), YYC_OK);
+    assert_memory_equal(v, "fresh", 5);
+    yyc_free(v);
+    assert_int_equal(atomic_load(&runs), 1);
+    yyc_cache_free(c);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(cache_a_loaded_value_never_overwrites_a_set_made_after_the_miss),
     cmocka_unit_test(cache_statistics_count_a_loading_call_as_one_miss_one_load_one_insertion),
     cmocka_unit_test(cache_sixty_four_callers_of_one_missing_key_run_one_load),
     cmocka_unit_test(cache_statistics_count_hits_in_either_tier),
+    cmocka_unit_test(cache_a_load_asking_for_its_own_key_fails_at_once_and_the_key_stays_usable),
 };
 
 YYC_TEST_MAIN(tests)

@@ -194,11 +194,54 @@ static void disk_a_loaded_value_never_overwrites_a_set_made_after_the_miss(void 
     free(dir);
 }
 
+/* A loader that asks for its own key (and, through the same call, for another key). */
+static int self_load(void *ctx, const char *key, void **out, size_t *len) {
+    (void)out;
+    (void)len;
+    yyc_diskcache *dc = ctx;
+    void *v = NULL;
+    size_t n = 0;
+    atomic_int inner_runs = 0;
+    assert_int_equal(yyc_diskcache_get_or_load(dc, key, load_now, &inner_runs, &v, &n),
+                     YYC_ERECURSIVE);
+    assert_null(v);
+    assert_int_equal(atomic_load(&inner_runs), 0);
+    yyc_error e;
+    yyc_last_error(&e);
+    assert_int_equal(e.code, YYC_ERECURSIVE);
+    atomic_int runs = 0;
+    assert_int_equal(yyc_diskcache_get_or_load(dc, "other", load_now, &runs, &v, &n), YYC_OK);
+    yyc_free(v);
+    return YYC_ERECURSIVE; /* passes the refusal on: nothing is stored */
+}
+
+static void
+disk_a_load_asking_for_its_own_key_fails_at_once_and_the_key_stays_usable(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("dload");
+    yyc_diskcache *dc = NULL;
+    assert_int_equal(yyc_diskcache_open(dir, 20, &dc), YYC_OK);
+    void *v = NULL;
+    size_t len = 0;
+    assert_int_equal(yyc_diskcache_get_or_load(dc, "k", self_load, dc, &v, &len), YYC_ERECURSIVE);
+    assert_int_equal(yyc_diskcache_get(dc, "k", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(yyc_diskcache_contains(dc, "other"), true);
+    atomic_int runs = 0;
+    assert_int_equal(yyc_diskcache_get_or_load(dc, "k", load_now, &runs, &v, &len), YYC_OK);
+    assert_memory_equal(v, "fresh", 5);
+    yyc_free(v);
+    assert_int_equal(atomic_load(&runs), 1);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(disk_a_loaded_value_never_overwrites_a_set_made_after_the_miss),
     cmocka_unit_test(disk_sixty_four_callers_of_one_missing_key_run_one_load),
     cmocka_unit_test(disk_a_failing_load_fails_every_waiter_once_and_stores_nothing),
     cmocka_unit_test(disk_an_expired_entry_is_loaded_again_and_a_hit_never_loads),
+    cmocka_unit_test(disk_a_load_asking_for_its_own_key_fails_at_once_and_the_key_stays_usable),
 };
 
 YYC_TEST_MAIN(tests)

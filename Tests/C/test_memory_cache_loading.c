@@ -3,7 +3,7 @@
  * flight"): 64 threads missing on one key run one load and get one value; a failing loader
  * gives 64 errors, stores nothing, and the next call loads again; other keys are not delayed by
  * a running load; an expired entry found by a load is reported expired and replaced; a load
- * asking for its own key gets YYC_EBUSY; inline caches and the two-step form. Every case runs
+ * asking for its own key gets YYC_ERECURSIVE; inline caches and the two-step form. Every case runs
  * under each eviction policy.
  */
 #include "policy_support.h"
@@ -209,7 +209,8 @@ static int self_load(void *ctx, const void *key, size_t key_len, void *out_value
     yyc_memcache *c = ctx;
     void *v = (void *)99;
     /* The same key from inside its own load: refused, not a deadlock. */
-    assert_int_equal(yyc_memcache_get_or_load(c, key, key_len, 0, quick_load, NULL, &v), YYC_EBUSY);
+    assert_int_equal(yyc_memcache_get_or_load(c, key, key_len, 0, quick_load, NULL, &v),
+                     YYC_ERECURSIVE);
     /* Other keys and plain calls work from a loader. */
     assert_int_equal(yyc_memcache_get_or_load(c, "inner", 5, 0, quick_load, NULL, &v), YYC_OK);
     assert_int_equal(yyc_memcache_set(c, "side", 4, (void *)4, 0), YYC_OK);

@@ -17,6 +17,7 @@ import Testing
             (.tooLarge, YYC_ETOOBIG),
             (.noSpace, YYC_ENOSPC),
             (.permissionDenied, YYC_EPERM),
+            (.recursiveLoad, YYC_ERECURSIVE),
         ]
         for (code, status) in pairs {
             #expect(code.rawValue == Int32(status.rawValue), "\(code)")
@@ -61,9 +62,16 @@ import Testing
         #expect(!error.message.isEmpty)
     }
 
-    @Test func localizedDescriptionShowsTheCodeAndMessage() throws {
+    @Test func localizedDescriptionIsASentence() throws {
         let error: any Error = CacheError(code: .corrupt, message: "the manifest is malformed")
-        #expect(error.localizedDescription == "CacheError(corrupt: the manifest is malformed)")
+        #expect(error.localizedDescription == "The manifest is malformed.")
+        let sqlite: any Error = CacheError(
+            code: .sqlite, sqliteCode: 11, message: "step: database disk image is malformed")
+        #expect(sqlite.localizedDescription == "Step: database disk image is malformed (SQLite result code 11).")
+        let empty: any Error = CacheError(code: .closed, message: "")
+        #expect(empty.localizedDescription == "The cache is closed.")
+        // The debug form keeps the code's name.
+        #expect("\(error)" == "CacheError(corrupt: the manifest is malformed)")
         // A real one, thrown by the disk cache.
         let folder = TemporaryFolder()
         let disk = try DiskCache(path: folder.path)
@@ -71,7 +79,9 @@ import Testing
             try disk.setData(Data("v".utf8), forKey: "")
             Issue.record("no error")
         } catch {
-            #expect(error.localizedDescription.hasPrefix("CacheError(invalidArgument: "))
+            #expect(error.localizedDescription.first?.isUppercase == true)
+            #expect(error.localizedDescription.hasSuffix("."))
+            #expect(!error.localizedDescription.contains("CacheError("))
         }
     }
 }

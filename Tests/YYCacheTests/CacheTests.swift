@@ -267,6 +267,60 @@ import Testing
         #expect(viaHome.diskCache.path == folder.appending(".cache/other"))
     }
 
+    @Test func aNameIsOnePathComponentAndCannotEscapeTheCacheDirectory() throws {
+        let folder = TemporaryFolder()
+        let inside = folder.appending("xdg")
+        try FileManager.default.createDirectory(atPath: inside, withIntermediateDirectories: true)
+        let environment = ["XDG_CACHE_HOME": inside]
+        for name in ["../escaped", "..", ".", "a/b", "/abs", "a\0b", ""] {
+            let error = #expect(throws: CacheError.self, "\(name)") {
+                try Cache<Int>(name: name, environment: environment)
+            }
+            #expect(error?.code == .invalidArgument)
+        }
+        // Nothing was created, inside or outside the cache directory.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: inside).isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["xdg"])
+        // Dots inside a name are fine.
+        let dotted = try Cache<Int>(name: "a..b.c", environment: environment)
+        #expect(dotted.diskCache.path == inside + "/a..b.c")
+    }
+
+    @Test func theDefaultTimeToLiveAndTheTimeLeftHoldForBothTiers() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        #expect(cache.defaultTimeToLive == nil)
+        cache.defaultTimeToLive = .seconds(600)
+        #expect(cache.defaultTimeToLive == .seconds(600))
+        #expect(cache.diskCache.defaultTimeToLive == .seconds(600))
+        #expect(cache.memoryCache.defaultTimeToLive == .seconds(600))
+        try cache.setValue(1, forKey: "k")
+        let left = try #require(cache.timeToLive(forKey: "k"))
+        #expect(left > .seconds(590) && left <= .seconds(600))
+        let memoryLeft = try #require(cache.memoryCache.timeToLive(forKey: "k"))
+        #expect(memoryLeft > .seconds(590) && memoryLeft <= .seconds(600))
+        #expect(cache.timeToLive(forKey: "missing") == nil)
+        cache.defaultTimeToLive = nil
+        try cache.setValue(2, forKey: "forever")
+        #expect(cache.timeToLive(forKey: "forever") == nil)
+    }
+
+    @Test func theRemovalListenerReportsEachRemovalOnce() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        let seen = Mutex<[String]>([])
+        cache.didRemoveEntry = { key, cause in seen.withLock { $0.append("\(key) \(cause)") } }
+        cache.memoryCache.countLimit = 1  // memory drops values that stay on disk: not removals
+        try cache.setValue(1, forKey: "a")
+        try cache.setValue(2, forKey: "b")
+        try cache.setValue(3, forKey: "a")
+        try cache.removeValue(forKey: "b")
+        try cache.setValue(4, forKey: "gone", timeToLive: .zero)
+        #expect(try cache.value(forKey: "gone") == nil)
+        #expect(try cache.value(forKey: "a") == 3)
+        #expect(seen.withLock { $0 } == ["a replaced", "b explicit", "gone expired"])
+    }
+
     @Test func twoCachesWithTheSameNameShareOneDiskCore() throws {
         let folder = TemporaryFolder()
         let environment = ["XDG_CACHE_HOME": folder.path]

@@ -34,6 +34,24 @@ import Testing
         #expect(zip(seen, seen.dropFirst()).allSatisfy { $0.lastAccessDate <= $1.lastAccessDate })
     }
 
+    @Test func aReadMovesTheEntryBehindTheOthersInTheWalkRightAway() async throws {
+        let folder = TemporaryFolder()
+        let disk = try DiskCache(path: folder.path)
+        let readAndWalk: () throws -> [String] = {
+            try disk.setData(Data([1]), forKey: "read")
+            try disk.setData(Data([2]), forKey: "unread")
+            usleep(1_100_000)  // access times count whole seconds
+            #expect(try disk.data(forKey: "read") == Data([1]))  // notes a newer access time
+            var walked: [String] = []
+            try disk.forEachEntry { walked.append($0.key) }
+            return walked
+        }
+        #expect(try readAndWalk() == ["unread", "read"])
+        var streamed: [String] = []
+        for try await entry in disk.entries() { streamed.append(entry.key) }
+        #expect(streamed == ["unread", "read"])
+    }
+
     @Test func aThrowingBodyStopsTheWalkAndItsErrorIsRethrown() throws {
         let folder = TemporaryFolder()
         let disk = try filled(folder)

@@ -181,7 +181,7 @@ private final class Flag: Sendable {
             _ = try cache.value(forKey: "inner") { 1 }  // other keys work
             return 2
         }
-        #expect((refusal.withLock { $0 } as? CacheError)?.code == .busy)
+        #expect((refusal.withLock { $0 } as? CacheError)?.code == .recursiveLoad)
         #expect(value == 2)
         #expect(cache["inner"] == 1)
     }

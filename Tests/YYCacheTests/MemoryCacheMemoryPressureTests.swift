@@ -12,6 +12,10 @@ private func genericCache<Value>(of type: Value.Type) -> MemoryCache<String, Val
 
 private final class NotSendable {}
 
+/// Set by the C memory-warning hook of ``MemoryCacheMemoryPressureTests/childProcessUnderMemoryPressure()``
+/// (a C function pointer captures nothing).
+private let pressureHookEntered = Atomic<Bool>(false)
+
 @Suite struct MemoryCacheMemoryPressureTests {
     @Test func aCacheOfSendableValuesAnswersSystemMemoryPressureByDefaultOnLinux() {
         let cache = MemoryCache<String, Int>()
@@ -29,7 +33,46 @@ private final class NotSendable {}
 
     @Test func aCacheMadeInAGenericContextDoesNotAnswerByDefault() {
         let cache = genericCache(of: NotSendable.self)
-        #expect(!cache.respondsToSystemMemoryPressure)
+        #expect(!yyc_memcache_responds_to_system_memory_pressure(cache.handle))
+    }
+
+    /// The watcher's thread hands the cache to ``MemoryCache/didReceiveMemoryWarning``: for a
+    /// cache of values that are not `Sendable`, turning it on does not compile (checked by
+    /// compiling two snippets against the YYCache module of this build).
+    @Test func onlyACacheOfSendableValuesCanAnswerSystemMemoryPressure() throws {
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let modules = executable.deletingLastPathComponent().appendingPathComponent("Modules").path
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let folder = TemporaryFolder()
+        func typecheck(_ value: String) throws -> (status: Int32, output: String) {
+            let file = folder.appending("\(value).swift")
+            let source = """
+                import YYCache
+                final class NotSendable { var count = 0 }
+                func turnOn(_ cache: MemoryCache<String, \(value)>) { cache.respondsToSystemMemoryPressure = true }
+                """
+            try source.write(toFile: file, atomically: true, encoding: .utf8)
+            let compiler = Process()
+            compiler.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+            compiler.arguments = [
+                "swiftc", "-typecheck", "-swift-version", "6", "-I", modules, "-I",
+                root.appendingPathComponent("include").path,
+                file,
+            ]
+            let output = Pipe()
+            compiler.standardOutput = output
+            compiler.standardError = output
+            try compiler.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            compiler.waitUntilExit()
+            return (compiler.terminationStatus, text)
+        }
+        let sendable = try typecheck("Int")
+        #expect(sendable.status == 0, "\(sendable.output)")  // the setup works
+        let notSendable = try typecheck("NotSendable")
+        #expect(notSendable.status != 0)
+        #expect(notSendable.output.contains("Sendable"), "\(notSendable.output)")
     }
 
     // MARK: A pressure source this test controls, in another process
@@ -101,6 +144,28 @@ private final class NotSendable {}
         let before = witnessed.load(ordering: .sequentiallyConsistent)
         signal()
         #expect(eventually(timeout: .seconds(60)) { witnessed.load(ordering: .sequentiallyConsistent) > before })
+
+        // The watcher reaches a cache whose deinit has begun: its handler is not given that
+        // cache (a handler that kept it would keep a cache being destroyed: the process would
+        // abort). The C hook below holds the watcher in the handling until the deinit has taken
+        // the cache out of the watcher's registry (its first step), then forwards as usual.
+        let kept = Mutex<[MemoryCache<String, Int>]>([])
+        var dying: MemoryCache<String, Int>? = MemoryCache<String, Int>()
+        dying?.didReceiveMemoryWarning = { cache in kept.withLock { $0.append(cache) } }
+        let dyingHandle = dying!.handle
+        yyc_memcache_set_memory_warning_handler(
+            dyingHandle,
+            { cache, context in
+                pressureHookEntered.store(true, ordering: .sequentiallyConsistent)
+                while yyc_memcache_responds_to_system_memory_pressure(cache) { usleep(1000) }
+                Unmanaged<MemoryCacheCallbacks>.fromOpaque(context!).takeUnretainedValue().memoryWarning()
+            }, Unmanaged.passUnretained(dying!.events).toOpaque())
+        let beforeDying = witnessed.load(ordering: .sequentiallyConsistent)
+        signal()
+        #expect(eventually(timeout: .seconds(60)) { pressureHookEntered.load(ordering: .sequentiallyConsistent) })
+        dying = nil  // waits for the handling of the cache to end
+        #expect(eventually(timeout: .seconds(60)) { witnessed.load(ordering: .sequentiallyConsistent) > beforeDying })
+        #expect(kept.withLock { $0.isEmpty })
     }
 
     @Test func systemMemoryPressureEmptiesTheCachesThatAnswerIt() throws {

@@ -1,3 +1,4 @@
+import CYYCache
 import Foundation
 import Synchronization
 import Testing
@@ -37,7 +38,7 @@ private struct BoxedBound {
     var pad: (Int, Int, Int, Int, Int, Int, Int, Int) = (0, 0, 0, 0, 0, 0, 0, 0)
 }
 
-/// What ``dropEveryWay(_:make:)`` saw.
+/// What ``dropEveryWay(_:nextCall:make:)`` saw.
 private struct Drops: Sendable {
     var made = 0
     var released = 0
@@ -51,8 +52,12 @@ private struct Drops: Sendable {
 
 /// Runs every path that drops values (replace, count eviction, cost eviction by the background
 /// worker, the three trims, the auto-trim, removeAll, memory warning, enter background, deinit)
-/// on one thread that owns a cache of non-Sendable values.
-private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) -> V) -> Drops {
+/// on one thread that owns a cache of non-Sendable values. `nextCall` is the owner's call after
+/// the worker's auto-trim: any call of the cache releases what the worker handed back.
+private func dropEveryWay<V>(
+    _: V.Type, nextCall: @escaping @Sendable (MemoryCache<Int, V>) -> Void,
+    make: @escaping @Sendable (DeinitLog) -> V
+) -> Drops {
     let log = DeinitLog()
     let result = Mutex(Drops())
     onThreads(1) { _ in
@@ -71,7 +76,14 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
             cache.countLimit = .max
             cache.costLimit = 10
             for i in 20..<40 { cache.setValue(value(), forKey: i, cost: 5) }  // worker's cost trim
-            _ = eventually { cache.totalCost <= 10 }
+            // Until the worker has handed back every value it evicted (it unlinks first, hands
+            // back after: under TSan the calls below could otherwise overtake it).
+            _ = eventually(timeout: .seconds(60)) {
+                yyc_memcache_total_cost(cache.handle) <= 10
+                    && drops.made - log.count - yyc_memcache_total_count(cache.handle)
+                        == cache.events.handedBack.withLock { $0.count }
+            }
+            _ = cache.totalCost  // releases them here
             cache.costLimit = .max
             for i in 40..<60 { cache.setValue(value(), forKey: i, cost: 1) }
             cache.trim(toCount: 15)
@@ -84,12 +96,13 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
             // hands their values back after, so an empty cache alone can come a moment early.
             // (Up to a minute: the worker is shared with the tests that run meanwhile, and
             // under TSan on a loaded machine it once took more than the default 10 s.)
+            // (Reads the C count: every call of the cache would release them.)
             _ = eventually(timeout: .seconds(60)) {
-                cache.totalCount == 0
+                yyc_memcache_total_count(cache.handle) == 0
                     && drops.made - log.count == cache.events.handedBack.withLock { $0.count }
             }
             drops.evictedByTheWorkerAndKept = drops.made - log.count
-            _ = cache.value(forKey: 0)  // takes them back and releases them here
+            nextCall(cache)  // takes them back and releases them here
             drops.allReleasedAfterTheNextCall = log.count == drops.made
             cache.ageLimit = .greatestFiniteMagnitude
             cache.autoTrimInterval = 0
@@ -111,7 +124,7 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
 
 @Suite struct MemoryCacheNonSendableTests {
     @Test func nonSendableObjectsAreReleasedOnlyOnTheOwnersThread() {
-        let drops = dropEveryWay(ThreadBound.self) { ThreadBound($0) }
+        let drops = dropEveryWay(ThreadBound.self, nextCall: { _ = $0.totalCount }, make: { ThreadBound($0) })
         #expect(drops.made > 100)
         #expect(drops.released == drops.made)
         #expect(drops.releasedElsewhere == 0)
@@ -121,7 +134,8 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
 
     @Test func nonSendableInlineValuesAreDestroyedOnlyOnTheOwnersThread() {
         #expect(MemoryCache<Int, InlineBound>.storesValuesInline)
-        let drops = dropEveryWay(InlineBound.self) { InlineBound(object: ThreadBound($0)) }
+        let drops = dropEveryWay(
+            InlineBound.self, nextCall: { _ = $0.countLimit }, make: { InlineBound(object: ThreadBound($0)) })
         #expect(drops.made > 100)
         #expect(drops.released == drops.made)
         #expect(drops.releasedElsewhere == 0)
@@ -131,7 +145,8 @@ private func dropEveryWay<V>(_: V.Type, make: @escaping @Sendable (DeinitLog) ->
 
     @Test func nonSendableBoxedValuesAreReleasedOnlyOnTheOwnersThread() {
         #expect(!MemoryCache<Int, BoxedBound>.storesValuesInline)
-        let drops = dropEveryWay(BoxedBound.self) { BoxedBound(object: ThreadBound($0)) }
+        let drops = dropEveryWay(
+            BoxedBound.self, nextCall: { _ = $0.statistics }, make: { BoxedBound(object: ThreadBound($0)) })
         #expect(drops.made > 100)
         #expect(drops.released == drops.made)
         #expect(drops.releasedElsewhere == 0)

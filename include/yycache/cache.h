@@ -73,8 +73,9 @@ YYC_API int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *va
  * default time to live; an error stores nothing; a loaded value never replaces a write of the key
  * made after the miss: that write stays in both tiers). A value found on disk or loaded is
  * filled into memory as by yyc_cache_get. Returns: YYC_OK (*out_value transferred, yyc_free; NULL
- * when *out_len is 0), the load's error, YYC_EINVAL (NULL argument, empty key), errors of the
- * tiers. Blocking: as yyc_diskcache_get_or_load (a memory hit does not touch the disk). */
+ * when *out_len is 0), the load's error, YYC_EINVAL (NULL argument, empty key), YYC_ERECURSIVE
+ * (called by the load of key, on its thread: at once), errors of the tiers.
+ * Blocking: as yyc_diskcache_get_or_load (a memory hit does not touch the disk). */
 YYC_API int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn load,
                                   void *ctx, void **out_value, size_t *out_len);
 

@@ -412,9 +412,11 @@ YYC_API int yyc_diskcache_for_each_entry(yyc_diskcache *dc, yyc_diskcache_entry_
  * failure; a stored loaded value is one insertion.
  * Returns: YYC_OK (*out_value transferred: free with yyc_free; NULL when *out_len is 0), the
  * load's error (or the store's), YYC_EINVAL (NULL argument, empty key, a loader that returned
- * NULL with a length), YYC_ENOMEM, errors of the read.
+ * NULL with a length), YYC_ERECURSIVE (called by the load of key, on its thread), YYC_ENOMEM,
+ * errors of the read.
  * Blocking: touches the disk; a waiter sleeps until the load it waits for finishes (however
- * long the loader takes). A loader that calls get_or_load for its own key deadlocks.
+ * long the loader takes). A loader that calls get_or_load for its own key (on its thread) gets
+ * YYC_ERECURSIVE at once, and the key stays usable.
  * Statistics: the read counts a hit or a miss; the caller that runs the loader adds one load or
  * load failure and its duration. */
 typedef int (*yyc_diskcache_load_fn)(void *ctx, const char *key, void **out_value, size_t *out_len);

@@ -444,7 +444,7 @@ YYC_API void yyc_memcache_reset_statistics(yyc_memcache *c);
  *     a pointer cache's value pointer (retain it to keep it) or the address of an inline value's
  *     bytes (copy them); error is the loader's error object, borrowed for the call (NULL if it
  *     gave none).
- *   YYC_EBUSY: blocking is true, and the load under way was begun with blocking true on this
+ *   YYC_ERECURSIVE: blocking is true, and the load under way was begun with blocking true on this
  *     thread: the caller is inside that load (its loader asks for its own key) and would wait
  *     for itself forever. YYC_ENOMEM. YYC_EINVAL: NULL cache or out_value or out_flight, NULL key
  *     with key_len > 0, or done is NULL. Nothing else happened on these.
@@ -484,7 +484,7 @@ YYC_API int yyc_memcache_finish_load_inline(yyc_memcache *c, yyc_memcache_flight
  * an error status (out_value then unused).
  * yyc_memcache_get_or_load returns: YYC_OK with *out_value holding a reference transferred to
  * the caller (a hit, the caller's own load, or another caller's load it waited for); the load's
- * error status (this caller's load or the one it waited for; nothing stored); YYC_EBUSY or
+ * error status (this caller's load or the one it waited for; nothing stored); YYC_ERECURSIVE or
  * YYC_EINVAL as begin_load (also for an inline cache or a NULL load).
  * yyc_memcache_get_or_load_inline: the same for inline caches; on YYC_OK out_value holds a value
  * the caller owns (its own load's value, or a copy).

@@ -45,7 +45,8 @@ extern "C" {
     XX(ECORRUPT, 8, "the cache data is corrupt")                              \
     XX(ETOOBIG, 9, "value or key too large")                                  \
     XX(ENOSPC, 10, "no space left on the device or over the file size limit") \
-    XX(EPERM, 11, "permission denied or read-only file system")
+    XX(EPERM, 11, "permission denied or read-only file system")               \
+    XX(ERECURSIVE, 12, "a loader asked for the key it is loading")
 
 typedef enum yyc_status {
 #define YYC__STATUS_ENUM(name, value, message) YYC_##name = value,

@@ -10,7 +10,8 @@
  * An iterator holds a reference to the core and one page of entries (ENTRIES_PAGE at most);
  * each page is read under the core's lock in one indexed query and handed out after unlocking,
  * so a walk of any size holds the lock for one page at a time and writers proceed between
- * pages. */
+ * pages. The access times that reads noted (kv_access_times.c) are written before the first
+ * page, so that the walk sees them, as the trims do. */
 
 #define ENTRIES_PAGE 256
 
@@ -22,6 +23,7 @@ struct yyc_diskcache_iter {
     yyc__kv_entry page[ENTRIES_PAGE];
     size_t n, next;
     bool more;           /* the last page was full: entries may follow */
+    bool started;        /* the first page was read */
     size_t max_buffered; /* [testing] the most entries held at once */
     yyc_diskcache_entry current;
 };
@@ -49,6 +51,10 @@ static int iter_fill(yyc_diskcache_iter *it) {
         int rc = yyc__dc_lock_open(it->dc);
         if (rc != YYC_OK) return rc;
         yyc__dc_deferred_commit_locked(it->dc); /* (a failed commit does not stop the walk) */
+        /* The walk's order is the access times': the ones reads have noted so far first (a
+         * failed write does not stop the walk; the times stay noted). */
+        if (!it->started) yyc__kv_write_access_times(it->dc->kv, SIZE_MAX);
+        it->started = true;
         rc = yyc__kv_entries_page(it->dc->kv, &it->cursor, ENTRIES_PAGE, it->page, &it->n,
                                   &it->more);
         yyc__dc_unlock_and_deliver(it->dc);

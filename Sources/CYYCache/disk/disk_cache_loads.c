@@ -15,12 +15,15 @@ static void remove_if_expired_locked(yyc_diskcache *dc, const char *key);
  *
  * A flight is one load of one key under way; callers that miss on a key with a flight wait on
  * the flight's condition (with flights_lock, never the core's lock) and get a copy of its
- * value. Lock order: flights_lock is never held together with the core's lock, and never while
- * user code (the loader) runs. Invariant: a flight is in dc->flights until done; it is freed
+ * value. A caller on the thread that runs a flight's load is inside that load (the loader asks
+ * for its own key): it fails at once with YYC_ERECURSIVE instead of waiting for itself. Lock
+ * order: flights_lock is never held together with the core's lock, and never while user code
+ * (the loader) runs. Invariant: a flight is in dc->flights until done; it is freed
  * by whoever leaves it done with no waiter. */
 
 struct flight {
     char *key;
+    pthread_t loader; /* the thread that runs the load (a call of it for key: ERECURSIVE) */
     long waiters;
     bool done;
     int status;
@@ -90,6 +93,10 @@ int yyc__diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache
     yyc__dc_lock(&dc->flights_lock);
     struct flight *f = dc->flights;
     while (f && strcmp(f->key, key) != 0) f = f->next;
+    if (f && pthread_equal(f->loader, pthread_self())) { /* the load of key asks for key */
+        yyc__dc_unlock(&dc->flights_lock);
+        return yyc__error(YYC_ERECURSIVE, 0, 0, "a loader asked for the key it is loading");
+    }
     if (f) { /* another caller loads it: wait for its result */
         f->waiters++;
         rc = wait_flight_locked(dc, f, out_value, out_len);
@@ -105,6 +112,7 @@ int yyc__diskcache_get_or_load(yyc_diskcache *dc, const char *key, yyc_diskcache
         return yyc__error(YYC_ENOMEM, 0, ENOMEM, "allocate a load");
     }
     f->key = key_copy;
+    f->loader = pthread_self();
     pthread_cond_init(&f->finished, NULL);
     f->next = dc->flights;
     dc->flights = f;

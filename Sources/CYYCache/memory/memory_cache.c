@@ -1352,7 +1352,7 @@ typedef struct load_waiter {
 struct yyc_memcache_flight {
     struct yyc_memcache_flight *next;
     pthread_t loader;     /* the thread of begin_load */
-    bool blocking;        /* begun by a blocking caller (a blocking join from loader: EBUSY) */
+    bool blocking;        /* begun by a blocking caller (a blocking join from loader: ERECURSIVE) */
     load_waiter *waiters; /* joined callers, newest first */
     size_t key_len;
     unsigned char key[];
@@ -1408,7 +1408,7 @@ int yyc_memcache_begin_load(yyc_memcache *c, const void *key, size_t key_len, vo
     } else {
         struct yyc_memcache_flight *f = find_flight_locked(c, key, key_len);
         if (f && blocking && f->blocking && pthread_equal(f->loader, pthread_self())) {
-            rc = YYC_EBUSY; /* the load of this key asks for it: it would wait for itself */
+            rc = YYC_ERECURSIVE; /* the load of this key asks for it: it would wait for itself */
         } else if (f) {
             load_waiter *w = malloc(sizeof *w);
             if (w) {

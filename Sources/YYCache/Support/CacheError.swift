@@ -50,6 +50,9 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
         public static let noSpace = Code(YYC_ENOSPC)
         /// Permission denied or read-only file system (`YYC_EPERM`).
         public static let permissionDenied = Code(YYC_EPERM)
+        /// A loader asked for the key it is loading, which would wait for itself
+        /// (`YYC_ERECURSIVE`): the inner call fails at once, and the key stays usable.
+        public static let recursiveLoad = Code(YYC_ERECURSIVE)
         /// The cache's ``CacheCoder`` failed to encode a value (Swift only).
         public static let encoding = Code(rawValue: 1000)
         /// The cache's ``CacheCoder`` failed to decode stored bytes (Swift only). A value that
@@ -80,6 +83,7 @@ public struct CacheError: Error, Sendable, CustomStringConvertible {
             case .tooLarge: "tooLarge"
             case .noSpace: "noSpace"
             case .permissionDenied: "permissionDenied"
+            case .recursiveLoad: "recursiveLoad"
             case .encoding: "encoding"
             case .decoding: "decoding"
             default: "Code(\(rawValue))"

@@ -15,8 +15,11 @@ extension MemoryCache {
     /// The corresponding C functions are `yyc_memcache_set_default_time_to_live` and
     /// `yyc_memcache_default_time_to_live`.
     public var defaultTimeToLive: Duration? {
-        get { Self.duration(seconds: yyc_memcache_default_time_to_live(handle)) }
-        set { yyc_memcache_set_default_time_to_live(handle, Self.seconds(newValue)) }
+        get { afterReleasing(Self.duration(seconds: yyc_memcache_default_time_to_live(handle))) }
+        set {
+            yyc_memcache_set_default_time_to_live(handle, Self.seconds(newValue))
+            releaseHandedBackValues()
+        }
     }
 
     /// Stores `value` for `key` with its own time to live, counted from now, like

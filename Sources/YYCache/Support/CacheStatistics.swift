@@ -58,7 +58,7 @@ public struct CacheStatistics: Sendable, Equatable {
     ///
     /// - Parameters:
     ///   - c: A snapshot filled by a `yyc_*_statistics` call.
-    public init(_ c: yyc_cache_statistics) {
+    package init(_ c: yyc_cache_statistics) {
         var removals: [CacheRemovalCause: Int] = [:]
         withUnsafeBytes(of: c.removals) { raw in
             let counts = raw.bindMemory(to: UInt64.self)

@@ -16,6 +16,7 @@ extension MemoryCache {
     public var statistics: CacheStatistics {
         var snapshot = yyc_cache_statistics()
         _ = yyc_memcache_statistics(handle, &snapshot)
+        releaseHandedBackValues()
         return CacheStatistics(snapshot)
     }
 
@@ -24,5 +25,6 @@ extension MemoryCache {
     /// The corresponding C function is `yyc_memcache_reset_statistics`.
     public func resetStatistics() {
         yyc_memcache_reset_statistics(handle)
+        releaseHandedBackValues()
     }
 }

@@ -8,6 +8,36 @@
 // memory entry; a back-fill from disk gives the memory entry the disk entry's remaining time
 // to live (Cache.swift, backFill), so memory never serves a value the disk has let expire.
 extension Cache {
+    /// The time to live of values stored without one, on both tiers: reading it gives the disk
+    /// tier's; setting it sets ``DiskCache/defaultTimeToLive`` and
+    /// ``MemoryCache/defaultTimeToLive`` alike, so that an entry and its memory copy expire
+    /// together. `nil` (the default): values stored without a time to live never expire.
+    /// Applies to later writes only.
+    ///
+    /// Blocking: the disk tier's setting is read and written under its core's lock.
+    ///
+    /// The corresponding C functions are `yyc_diskcache_set_default_time_to_live` and
+    /// `yyc_memcache_set_default_time_to_live`.
+    public var defaultTimeToLive: Duration? {
+        get { diskCache.defaultTimeToLive }
+        set {
+            diskCache.defaultTimeToLive = newValue
+            memoryCache.defaultTimeToLive = newValue
+        }
+    }
+
+    /// The time `key`'s entry has left to live, or `nil` if it has no time to live, there is no
+    /// entry (an expired one is removed), or after an error. The disk entry's: the memory copy
+    /// never outlives it. Does not change the access time.
+    ///
+    /// Blocking: reads the disk tier's manifest.
+    ///
+    /// The corresponding C function is `yyc_diskcache_time_to_live`.
+    @_disfavoredOverload
+    public func timeToLive(forKey key: String) -> Duration? {
+        diskCache.timeToLive(forKey: key)
+    }
+
     /// Stores `value` on disk, then in memory, both expiring after `timeToLive` (counted from
     /// now), like `setValue(_:forKey:)` otherwise. A later read that fills memory from disk
     /// gives the memory entry the disk entry's remaining time to live.

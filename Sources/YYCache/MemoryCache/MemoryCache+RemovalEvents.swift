@@ -21,10 +21,11 @@ extension MemoryCache where Value: Sendable {
     ///
     /// The corresponding C function is `yyc_memcache_set_removal_listener`.
     public var didRemoveValue: (@Sendable (Key, Value, CacheRemovalCause) -> Void)? {
-        get { events.removalHandler.withLock { $0 } }
+        get { afterReleasing(events.removalHandler.withLock { $0 }) }
         set {
             events.removalHandler.withLock { $0 = newValue }
             events.listenForRemovals(on: handle, newValue != nil)
+            releaseHandedBackValues()
         }
     }
 }

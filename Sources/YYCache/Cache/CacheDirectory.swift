@@ -55,6 +55,12 @@ enum CacheDirectory {
         return nil
     }
 
+    /// Whether `name` is one folder name inside a directory: not empty, not `.` or `..`, and
+    /// without `/` or NUL (so `join(directory, name)` cannot leave `directory`).
+    static func isFolderName(_ name: String) -> Bool {
+        !name.isEmpty && name != "." && name != ".." && !name.utf8.contains(0) && !name.utf8.contains(UInt8(ascii: "/"))
+    }
+
     /// `directory/component`, without doubling a trailing slash.
     static func join(_ directory: String, _ component: String) -> String {
         directory.hasSuffix("/") ? directory + component : directory + "/" + component

@@ -22,7 +22,7 @@ public enum CacheRemovalCause: Sendable, Hashable, CaseIterable {
 
 extension CacheRemovalCause {
     /// The cause of a C constant (`.explicit` for an unknown one).
-    public init(cValue: yyc_removal_cause) {
+    package init(cValue: yyc_removal_cause) {
         switch cValue {
         case YYC_REMOVED_REPLACED: self = .replaced
         case YYC_REMOVED_EXPIRED: self = .expired
@@ -34,7 +34,7 @@ extension CacheRemovalCause {
 
     /// The C constant (`YYC_REMOVED_*`), also the index of the cause in
     /// `yyc_cache_statistics.removals`.
-    public var cValue: yyc_removal_cause {
+    package var cValue: yyc_removal_cause {
         switch self {
         case .explicit: YYC_REMOVED_EXPLICIT
         case .replaced: YYC_REMOVED_REPLACED

@@ -58,18 +58,19 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     let counters = CacheCounters()
 
     /// The blocking and the async loads under way (``value(forKey:orLoad:)``).
-    let flights = CacheLoadFlights<Value>()
-    let asyncLoads = CacheAsyncLoads<Value>()
+    let flights = BlockingLoadFlights<String, Value>()
+    let asyncLoads = AsyncLoadFlights<String, Value>()
 
     /// Opens the cache named `name` in the user's cache directory: `$XDG_CACHE_HOME/<name>`
     /// when `XDG_CACHE_HOME` is an absolute path, else `$HOME/.cache/<name>`, else
     /// `<home directory from the password database>/.cache/<name>`.
     ///
     /// - Parameters:
-    ///   - name: The folder's name; not empty.
+    ///   - name: The folder's name: one path component (not empty, not `.` or `..`, without `/`
+    ///     or NUL), so the cache stays inside the cache directory.
     ///   - memoryCost: The memory cost of an entry (see ``memoryCost``); `nil`: its encoded size.
-    /// - Throws: ``CacheError/Code/invalidArgument`` for an empty name (or no home directory at
-    ///   all), and the errors of ``DiskCache/init(path:)``.
+    /// - Throws: ``CacheError/Code/invalidArgument`` for a name that is not one folder name (or
+    ///   no home directory at all), and the errors of ``DiskCache/init(path:)``.
     public convenience init(
         name: String, memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)? = nil
     ) throws {
@@ -82,8 +83,9 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         name: String, environment: [String: String],
         memoryCost: (@Sendable (_ value: Value, _ encodedByteCount: Int) -> Int)? = nil
     ) throws {
-        guard !name.isEmpty, !name.utf8.contains(0) else {
-            throw CacheError.invalidArgument("the cache name is empty or contains NUL")
+        guard CacheDirectory.isFolderName(name) else {
+            throw CacheError.invalidArgument(
+                "a cache name is one folder name: not empty, not \".\" or \"..\", without \"/\" or NUL")
         }
         guard let directory = CacheDirectory.resolve(environment: environment) else {
             throw CacheError.invalidArgument(

@@ -17,8 +17,11 @@ extension MemoryCache {
     /// The corresponding C functions are `yyc_memcache_count_limit` and
     /// `yyc_memcache_set_count_limit`.
     public var countLimit: Int {
-        get { MemoryCacheLimit.fromC(yyc_memcache_count_limit(handle)) }
-        set { yyc_memcache_set_count_limit(handle, MemoryCacheLimit.toC(newValue)) }
+        get { afterReleasing(MemoryCacheLimit.fromC(yyc_memcache_count_limit(handle))) }
+        set {
+            yyc_memcache_set_count_limit(handle, MemoryCacheLimit.toC(newValue))
+            releaseHandedBackValues()
+        }
     }
 
     /// The maximum total cost (a soft limit). Default `Int.max`: no limit.
@@ -30,8 +33,11 @@ extension MemoryCache {
     /// The corresponding C functions are `yyc_memcache_cost_limit` and
     /// `yyc_memcache_set_cost_limit`.
     public var costLimit: Int {
-        get { MemoryCacheLimit.fromC(yyc_memcache_cost_limit(handle)) }
-        set { yyc_memcache_set_cost_limit(handle, MemoryCacheLimit.toC(newValue)) }
+        get { afterReleasing(MemoryCacheLimit.fromC(yyc_memcache_cost_limit(handle))) }
+        set {
+            yyc_memcache_set_cost_limit(handle, MemoryCacheLimit.toC(newValue))
+            releaseHandedBackValues()
+        }
     }
 
     /// The maximum time, in seconds, since an entry was last read or set. Enforced by the
@@ -41,8 +47,11 @@ extension MemoryCache {
     /// The corresponding C functions are `yyc_memcache_age_limit` and
     /// `yyc_memcache_set_age_limit`.
     public var ageLimit: TimeInterval {
-        get { yyc_memcache_age_limit(handle) }
-        set { yyc_memcache_set_age_limit(handle, newValue) }
+        get { afterReleasing(yyc_memcache_age_limit(handle)) }
+        set {
+            yyc_memcache_set_age_limit(handle, newValue)
+            releaseHandedBackValues()
+        }
     }
 
     /// Seconds between background trims (cost, then count, then age). Default 5. A value
@@ -51,8 +60,11 @@ extension MemoryCache {
     /// The corresponding C functions are `yyc_memcache_auto_trim_interval` and
     /// `yyc_memcache_set_auto_trim_interval`.
     public var autoTrimInterval: TimeInterval {
-        get { yyc_memcache_auto_trim_interval(handle) }
-        set { yyc_memcache_set_auto_trim_interval(handle, newValue) }
+        get { afterReleasing(yyc_memcache_auto_trim_interval(handle)) }
+        set {
+            yyc_memcache_set_auto_trim_interval(handle, newValue)
+            releaseHandedBackValues()
+        }
     }
 
     /// Evicts least recently used entries until at most `count` remain. 0 (or a negative
@@ -113,7 +125,7 @@ extension MemoryCache where Value: Sendable {
     /// The corresponding C functions are `yyc_memcache_release_asynchronously` and
     /// `yyc_memcache_set_release_asynchronously`.
     public var releasesValuesAsynchronously: Bool {
-        get { yyc_memcache_release_asynchronously(handle) }
+        get { afterReleasing(yyc_memcache_release_asynchronously(handle)) }
         set {
             yyc_memcache_set_release_asynchronously(handle, newValue)
             allowReleasesOnAnyThread()
@@ -132,7 +144,7 @@ extension MemoryCache where Value: Sendable {
     /// Only where `Value: Sendable`, like ``releasesValuesAsynchronously``; setting it gives a
     /// cache created in a generic context the `Sendable` behaviour too.
     public var releasesValuesOnMainThread: Bool {
-        get { events.releasesOnMainThread.load(ordering: .relaxed) }
+        get { afterReleasing(events.releasesOnMainThread.load(ordering: .relaxed)) }
         set {
             events.releasesOnMainThread.store(newValue, ordering: .relaxed)
             allowReleasesOnAnyThread()

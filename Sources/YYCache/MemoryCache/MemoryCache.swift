@@ -74,8 +74,6 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// Swift-only properties (the C core does not know them).
     struct State {
         var name: String?
-        var didReceiveMemoryWarning: (@Sendable (MemoryCache<Key, Value>) -> Void)?
-        var didEnterBackground: (@Sendable (MemoryCache<Key, Value>) -> Void)?
     }
 
     /// The C cache (`yyc_memcache *`), owned; freed in `deinit`.
@@ -109,6 +107,9 @@ public final class MemoryCache<Key: CacheKey, Value> {
     static var storesKeysWithValues: Bool { !CacheKeyRebuild<Key>.isSupported }
 
     let state: Protected<State>
+
+    /// The async loads under way (``value(forKey:cost:orLoad:)``, async).
+    let asyncLoads = AsyncLoadFlights<Key, Value>()
 
     /// Creates an empty cache for values that may not be `Sendable`: YYMemoryCache's defaults
     /// (no count, cost or age limit, an auto-trim every 5 seconds, remove-all on memory warning
@@ -167,7 +168,6 @@ public final class MemoryCache<Key: CacheKey, Value> {
         self.handle = handle
         self.events = events
         self.state = Protected(State(name: name))
-        events.cache = self
         events.retainUntilFreed(by: handle)
         events.installEventHandlers(on: handle)
         Self.answerSystemMemoryPressureByDefault(handle, releasesOnCallersOnly: releasesOnCallersOnly)
@@ -193,10 +193,22 @@ public final class MemoryCache<Key: CacheKey, Value> {
         if events.hasHandedBackValues { events.releaseHandedBackValues() }
     }
 
+    /// `result`, once the values handed back to this thread are released: every call of the
+    /// cache ends so (a cache of values that are not `Sendable` keeps what the worker removed
+    /// only until its owner's next call, whichever call that is).
+    @inlinable
+    func afterReleasing<R>(_ result: R) -> R {
+        releaseHandedBackValues()
+        return result
+    }
+
     /// A name for debugging; it appears in ``description``. Default `nil`.
     public var name: String? {
-        get { state.withLock { $0.name } }
-        set { state.withLock { $0.name = newValue } }
+        get { afterReleasing(state.withLock { $0.name }) }
+        set {
+            state.withLock { $0.name = newValue }
+            releaseHandedBackValues()
+        }
     }
 
     /// The number of entries.
@@ -205,7 +217,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     ///
     /// The corresponding C function is `yyc_memcache_total_count`.
     public var totalCount: Int {
-        MemoryCacheLimit.fromC(yyc_memcache_total_count(handle))
+        afterReleasing(MemoryCacheLimit.fromC(yyc_memcache_total_count(handle)))
     }
 
     /// The sum of the entries' costs; saturates at `Int.max`.
@@ -214,7 +226,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     ///
     /// The corresponding C function is `yyc_memcache_total_cost`.
     public var totalCost: Int {
-        MemoryCacheLimit.fromC(yyc_memcache_total_cost(handle))
+        afterReleasing(MemoryCacheLimit.fromC(yyc_memcache_total_cost(handle)))
     }
 
     /// Whether the cache has a value for `key`. Changes neither the LRU order nor the entry's
@@ -229,7 +241,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     @inlinable
     public func containsValue(forKey key: Key) -> Bool {
         let handle = self.handle  // the closure then captures a pointer, not self (no retain)
-        return key.withCacheKeyBytes { yyc_memcache_contains(handle, $0.baseAddress, $0.count) }
+        return afterReleasing(key.withCacheKeyBytes { yyc_memcache_contains(handle, $0.baseAddress, $0.count) })
     }
 
     /// The value for `key`, or `nil`. A hit makes the entry the most recently used and

@@ -25,7 +25,7 @@ extension MemoryCache {
     ///
     /// The corresponding C function is `yyc_memcache_policy`.
     public var policy: EvictionPolicy {
-        EvictionPolicy(cValue: yyc_memcache_policy(handle))
+        afterReleasing(EvictionPolicy(cValue: yyc_memcache_policy(handle)))
     }
 }
 

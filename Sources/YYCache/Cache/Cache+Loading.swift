@@ -19,7 +19,7 @@ extension Cache {
     /// - Parameters:
     ///   - key: A non-empty key without NUL bytes.
     ///   - load: Produces the value on a miss; runs with no lock held and may use the cache
-    ///     (but not load the same key: that waits for itself).
+    ///     (asking for its own key fails at once with ``CacheError/Code/recursiveLoad``).
     /// - Returns: The stored or loaded value.
     /// - Throws: `load`'s error; ``CacheError`` (the tiers' errors, ``CacheError/Code/encoding``).
     @_disfavoredOverload
@@ -29,28 +29,34 @@ extension Cache {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
+        let marker = LoadScope.Marker(owner: self, key: key.utf8)
+        try LoadScope.check(marker)
         return try flights.run(key) {
-            // A load that finished between this caller's miss and its flight stored the value.
-            if let value = memoryCache.value(forKey: key) { return value }
-            let clock = ContinuousClock()
-            let start = clock.now
-            let value: Value
-            do {
-                value = try load()
-            } catch {
-                counters.load(ok: false, clock.now - start)
-                throw error
+            try LoadScope.run(marker) {
+                // A load that finished between this caller's miss and its flight stored the value.
+                if let value = memoryCache.value(forKey: key) { return value }
+                let clock = ContinuousClock()
+                let start = clock.now
+                let value: Value
+                do {
+                    value = try load()
+                } catch {
+                    counters.load(ok: false, clock.now - start)
+                    throw error
+                }
+                counters.load(ok: true, clock.now - start)
+                try storeLoaded(value, forKey: key, generation: generation)
+                return value
             }
-            counters.load(ok: true, clock.now - start)
-            try storeLoaded(value, forKey: key, generation: generation)
-            return value
         }
     }
 
     /// The async twin of `value(forKey:orLoad:)`: one task per missing key, which every
-    /// concurrent caller awaits; no thread of the cooperative pool blocks. Cancelling one
-    /// waiting caller does not cancel the load for the others; a caller cancelled before it
-    /// starts gets `CancellationError`.
+    /// concurrent caller awaits; no thread of the cooperative pool blocks. A cancelled caller
+    /// returns `CancellationError` at once; the load goes on for the others and its value is
+    /// stored; when every caller has been cancelled, the load's task is cancelled too. A loader
+    /// that asks for its own key fails at once with ``CacheError/Code/recursiveLoad`` (see
+    /// "Expiry and loading").
     ///
     /// - Parameters:
     ///   - key: A non-empty key without NUL bytes.
@@ -65,9 +71,10 @@ extension Cache {
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
-        let task = asyncLoads.task(for: key) { id in
-            Task { [self] in
-                defer { asyncLoads.finish(key, id: id) }
+        let marker = LoadScope.Marker(owner: self, key: key.utf8)
+        try LoadScope.check(marker)
+        return try await asyncLoads.value(for: key) { [self] in
+            try await LoadScope.run(marker) {
                 if let value = memoryCache.value(forKey: key) { return value }
                 let clock = ContinuousClock()
                 let start = clock.now
@@ -79,11 +86,12 @@ extension Cache {
                     throw error
                 }
                 counters.load(ok: true, clock.now - start)
-                try await storeLoaded(value, forKey: key, generation: generation)
+                // Stored even when every caller has left meanwhile (the load is done).
+                try await Task { try await storeLoaded(value, forKey: key, generation: generation) }
+                    .value
                 return value
             }
         }
-        return try await task.value
     }
 }
 

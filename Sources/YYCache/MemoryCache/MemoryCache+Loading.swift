@@ -93,8 +93,8 @@ extension MemoryCache {
         }
     }
 
-    /// The error of a lookup that failed before any load (`.busy`: the loader asked for its own
-    /// key; `.outOfMemory`).
+    /// The error of a lookup that failed before any load (`.recursiveLoad`: the loader asked for
+    /// its own key; `.outOfMemory`).
     static func loadStartError(_ status: Int32) -> CacheError {
         CacheError(code: CacheError.Code(rawValue: status), message: String(cString: yyc_strerror(status)))
     }
@@ -108,8 +108,8 @@ extension MemoryCache {
     ///
     /// A caller that finds another caller's load under way blocks its thread until it finishes.
     /// `load` runs on the calling thread with no lock held and may use the cache, but asking
-    /// for its own key from inside `load` throws ``CacheError/Code/busy`` (it would wait for
-    /// itself).
+    /// for its own key from inside `load` fails at once with ``CacheError/Code/recursiveLoad``
+    /// (it would wait for itself); the key stays usable.
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -117,7 +117,7 @@ extension MemoryCache {
     ///   - load: Makes the value; its error is rethrown to every caller waiting for it.
     /// - Returns: The stored or loaded value.
     /// - Throws: The error of `load` (this caller's, or the one it waited for), or a
-    ///   ``CacheError`` (`.busy`, `.outOfMemory`).
+    ///   ``CacheError`` (`.recursiveLoad`, `.outOfMemory`).
     ///
     /// The corresponding C functions are `yyc_memcache_begin_load`, `yyc_memcache_finish_load`
     /// and `yyc_memcache_finish_load_inline` (C callers that block use
@@ -128,6 +128,8 @@ extension MemoryCache {
     @_disfavoredOverload
     public func value(forKey key: Key, cost: Int = 0, orLoad load: () throws -> Value) throws -> Value {
         defer { releaseHandedBackValues() }
+        let marker = loadMarker(for: key)
+        try LoadScope.check(marker)
         let waiter = MemoryCacheBlockingLoadWaiter<Key, Value>()
         switch beginLoad(forKey: key, waiter: waiter, blocking: true) {
         case .hit(let value):
@@ -138,23 +140,29 @@ extension MemoryCache {
             return try waiter.wait().get()
         case .load(let flight):
             let start = ContinuousClock.now
-            let result = Result { try load() }
+            let result = Result { try LoadScope.run(marker) { try load() } }
             finishLoad(flight, key: key, result: result, cost: cost, took: start.duration(to: .now))
             return try result.get()
         }
+    }
+
+    /// The marker of this cache's load of `key` (``LoadScope``).
+    func loadMarker(for key: Key) -> LoadScope.Marker {
+        key.withCacheKeyBytes { LoadScope.Marker(owner: self, key: $0) }
     }
 }
 
 extension MemoryCache where Value: Sendable {
     /// The value for `key`; on a miss, awaits `load` and stores its value, with single flight
-    /// (as the synchronous `value(forKey:cost:orLoad:)`): concurrent callers that miss on the same key
-    /// run `load` once and all receive its value or its error; an error stores nothing.
+    /// (as the synchronous `value(forKey:cost:orLoad:)`, with which it shares loads): concurrent
+    /// callers that miss on the same key run `load` once and all receive its value or its error;
+    /// an error stores nothing.
     ///
-    /// Waiting never blocks a thread of the cooperative pool: a caller that finds another
-    /// caller's load under way suspends until it finishes. A waiting task that is cancelled
-    /// resumes at once with `CancellationError` (unless the value has already arrived) and does
-    /// not cancel the load, which goes on for the others. `load` runs in the calling task (its
-    /// cancellation is the loader's business).
+    /// The load runs in a task of its own, and waiting never blocks a thread of the cooperative
+    /// pool. A cancelled caller returns `CancellationError` at once (unless the value has already
+    /// arrived); the load goes on for the others and its value is stored; when every caller has
+    /// been cancelled, the load's task is cancelled too. A loader that asks for its own key
+    /// fails at once with ``CacheError/Code/recursiveLoad`` (see "Expiry and loading").
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -162,13 +170,16 @@ extension MemoryCache where Value: Sendable {
     ///   - load: Makes the value.
     /// - Returns: The stored or loaded value.
     /// - Throws: The error of `load` (this caller's, or the one it waited for),
-    ///   `CancellationError` for a cancelled waiter, or a ``CacheError`` (`.outOfMemory`).
+    ///   `CancellationError` for a cancelled caller, or a ``CacheError`` (`.recursiveLoad`,
+    ///   `.outOfMemory`).
     ///
     /// The corresponding C functions are `yyc_memcache_begin_load`, `yyc_memcache_finish_load`
     /// and `yyc_memcache_finish_load_inline`.
     public func value(
-        forKey key: Key, cost: Int = 0, orLoad load: @Sendable () async throws -> Value
+        forKey key: Key, cost: Int = 0, orLoad load: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
+        let marker = loadMarker(for: key)
+        try LoadScope.check(marker)
         let waiter = MemoryCacheAsyncLoadWaiter<Key, Value>()
         switch beginLoad(forKey: key, waiter: waiter, blocking: false) {
         case .hit(let value):
@@ -176,17 +187,26 @@ extension MemoryCache where Value: Sendable {
         case .failed(let status):
             throw Self.loadStartError(status)
         case .join:
+            // Another caller's load: an async one's flight (so that this caller counts for its
+            // cancellation), else a blocking caller's, delivered by the C core.
+            if let value = try await asyncLoads.joinIfRunning(key) { return value }
             return try await waiter.value()
         case .load(let flight):
-            let start = ContinuousClock.now
-            let result: Result<Value, any Error>
-            do {
-                result = .success(try await load())
-            } catch {
-                result = .failure(error)
+            // This caller runs the load, in a task of its own that it awaits like the others.
+            let flightBits = UInt(bitPattern: flight)
+            return try await asyncLoads.value(for: key, replacing: true) { [self] in
+                let start = ContinuousClock.now
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await LoadScope.run(marker) { try await load() })
+                } catch {
+                    result = .failure(error)
+                }
+                finishLoad(
+                    OpaquePointer(bitPattern: flightBits)!, key: key, result: result, cost: cost,
+                    took: start.duration(to: .now))
+                return try result.get()
             }
-            finishLoad(flight, key: key, result: result, cost: cost, took: start.duration(to: .now))
-            return try result.get()
         }
     }
 }

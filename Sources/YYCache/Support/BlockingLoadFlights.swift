@@ -6,14 +6,13 @@
     import Darwin
 #endif
 
-/// Single flight for the two-level cache's blocking loader (``Cache/value(forKey:orLoad:)``):
-/// the first caller of a key runs the load on its own thread; callers of the same key that
-/// come while it runs sleep on a condition variable (never on a cache's lock) and receive its
-/// result, value or error. Callers of other keys are not delayed.
-final class CacheLoadFlights<Value>: @unchecked Sendable {
+/// Single flight for the blocking loaders of ``DiskCache`` and ``Cache``
+/// (`value(forKey:orLoad:)`): the first caller of a key runs the load on its own thread; callers
+/// of the same key that come while it runs sleep on a condition variable (never on a cache's
+/// lock) and receive its result, value or error. Callers of other keys are not delayed.
+final class BlockingLoadFlights<Key: Hashable, Value: Sendable>: @unchecked Sendable {
     // @unchecked Sendable: `flights` and every flight's `result` are only touched while
-    // `mutex` is held; a result is handed to the waiting threads, which the callers of a
-    // Sendable-valued cache allow (Cache's Value is Sendable).
+    // `mutex` is held; a result is handed to the waiting threads (Value is Sendable).
     private final class Flight {
         var result: Result<Value, any Error>?
         var waiters = 0
@@ -21,7 +20,7 @@ final class CacheLoadFlights<Value>: @unchecked Sendable {
 
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let finished: UnsafeMutablePointer<pthread_cond_t>
-    private var flights: [String: Flight] = [:]
+    private var flights: [Key: Flight] = [:]
 
     init() {
         mutex = .allocate(capacity: 1)
@@ -39,7 +38,7 @@ final class CacheLoadFlights<Value>: @unchecked Sendable {
     }
 
     /// How many callers wait for the load of `key` under way (0: none). For tests.
-    func waiters(of key: String) -> Int {
+    func waiters(of key: Key) -> Int {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return flights[key]?.waiters ?? 0
@@ -48,7 +47,7 @@ final class CacheLoadFlights<Value>: @unchecked Sendable {
     /// Runs `load` for `key`, or waits for the run under way and returns its result.
     ///
     /// - Throws: The error of the run (this caller's or the one it waited for).
-    func run(_ key: String, _ load: () throws -> Value) throws -> Value {
+    func run(_ key: Key, _ load: () throws -> Value) throws -> Value {
         pthread_mutex_lock(mutex)
         if let flight = flights[key] {
             flight.waiters += 1
