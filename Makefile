@@ -94,9 +94,10 @@ have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/d
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
 # binutils: nm/readelf; python3: Benchmarks/run and Tests/cli; xz-utils: the hit-ratio traces;
 # doxygen: the C reference of `make docs`; man-db: `man -l` checks the yycache(1) page in Tests/cli;
-# clang-format: `make format` and `make format-check`).
+# clang-format: `make format` and `make format-check`; libhiredis-dev: the remote tier's Redis
+# client; redis-server: the server the remote tier's tests start).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
-                binutils python3 xz-utils doxygen man-db clang-format
+                binutils python3 xz-utils doxygen man-db clang-format libhiredis-dev redis-server
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
@@ -149,8 +150,8 @@ test: deps
 # to install and fails. Without dpkg (not Debian), checks with pkg-config and goes on.
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
-	  echo "deps: no dpkg here; checking with pkg-config (sqlite3 libbsd libmd cmocka) and cmake"; \
-	  command -v $(CMAKE) >/dev/null && pkg-config --exists sqlite3 libbsd libmd cmocka \
+	  echo "deps: no dpkg here; checking with pkg-config (sqlite3 libbsd libmd cmocka hiredis) and cmake"; \
+	  command -v $(CMAKE) >/dev/null && pkg-config --exists sqlite3 libbsd libmd cmocka hiredis \
 	    || { echo "deps: missing; install the equivalents of: $(DEB_PACKAGES)" >&2; exit 1; }; \
 	  exit 0; \
 	fi; \
