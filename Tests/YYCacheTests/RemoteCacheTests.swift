@@ -64,7 +64,8 @@ struct RemoteCacheTests {
         #expect(reported.withLock { $0 } == [.corrupt])
         // A three-tier cache misses too, and keeps nothing near.
         let folder = TemporaryFolder()
-        let cache = try Cache<String>(memoryCache: MemoryCache(), diskCache: DiskCache(path: folder.path), remote: remote)
+        let cache = try Cache<String>(
+            memoryCache: MemoryCache(), diskCache: DiskCache(path: folder.path), remote: remote)
         #expect(try cache.value(forKey: "plain") == nil)
         #expect(!cache.diskCache.containsValue(forKey: "plain"))
         remote.didReportError = nil
@@ -113,7 +114,8 @@ struct RemoteCacheTests {
         configuration.commandTimeout = .milliseconds(200)
         configuration.connectTimeout = .milliseconds(200)
         let remote = try RemoteCache(configuration)
-        let cache = try Cache<String>(memoryCache: MemoryCache(), diskCache: DiskCache(path: folder.path), remote: remote)
+        let cache = try Cache<String>(
+            memoryCache: MemoryCache(), diskCache: DiskCache(path: folder.path), remote: remote)
         let reports = Mutex(0)
         cache.didReportError = { _ in reports.withLock { $0 += 1 } }
         server.kill()

@@ -188,7 +188,8 @@ final class CacheRemoteTier<Value: Codable & Sendable>: Sendable {
             if let key { self.drop(key) } else { try? self.flush(epoch: epoch) }
         }
         var id: UInt64 = 0
-        yyc_remote_add_listener(remote.pointer, remoteListenerCallback, Unmanaged.passUnretained(listener).toOpaque(), &id)
+        yyc_remote_add_listener(
+            remote.pointer, remoteListenerCallback, Unmanaged.passUnretained(listener).toOpaque(), &id)
         listenerID = id
     }
 
