@@ -13,31 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void lock(yyc_remote *r) {
-    pthread_mutex_lock(&r->lock);
-    yyc__lock_note_acquired(&r->lock);
-}
-
-static void unlock(yyc_remote *r) {
-    yyc__lock_note_released(&r->lock);
-    pthread_mutex_unlock(&r->lock);
-}
-
 void yyc__remote_report(yyc_remote *r, const yyc_error *e) {
-    lock(r);
+    yyc__remote_lock(r);
     yyc_error_hook hook = r->hook;
     void *ctx = r->hook_ctx;
     if (hook) r->hook_calls++;
-    unlock(r);
+    yyc__remote_unlock(r);
     if (!hook) return;
     yyc_error saved;
     yyc_last_error(&saved);
     hook(ctx, e);
     yyc__error_restore(&saved);
-    lock(r);
+    yyc__remote_lock(r);
     r->hook_calls--;
     pthread_cond_broadcast(&r->calls_cond);
-    unlock(r);
+    yyc__remote_unlock(r);
 }
 
 /* Counts and reports the error just recorded; returns its code. */
@@ -77,9 +67,9 @@ static void free_key(redis_key *k) {
  * replaced once (commands here may run twice safely); a timeout is never retried. */
 static int run(yyc_remote *r, int count, const int *argc, const char **const *argv,
                const size_t *const *lens, redisReply **replies) {
-    lock(r);
+    yyc__remote_lock(r);
     double connect_s = r->connect_timeout, command_s = r->command_timeout;
-    unlock(r);
+    yyc__remote_unlock(r);
     double deadline = yyc__monotonic_now() + connect_s + command_s;
     for (int attempt = 0;; attempt++) {
         bool reused = false;
@@ -322,10 +312,10 @@ int yyc_remote_set_timeouts(yyc_remote *r, double connect_seconds, double comman
     if (!r || !(connect_seconds > 0) || !(command_seconds > 0) || !isfinite(connect_seconds) ||
         !isfinite(command_seconds))
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_set_timeouts: not > 0 and finite");
-    lock(r);
+    yyc__remote_lock(r);
     r->connect_timeout = connect_seconds;
     r->command_timeout = command_seconds;
-    unlock(r);
+    yyc__remote_unlock(r);
     return YYC_OK;
 }
 
@@ -344,11 +334,11 @@ int yyc_remote_get_statistics(yyc_remote *r, yyc_remote_statistics *out) {
 
 void yyc_remote_set_error_hook(yyc_remote *r, yyc_error_hook hook, void *ctx) {
     if (!r) return;
-    lock(r);
+    yyc__remote_lock(r);
     r->hook = hook;
     r->hook_ctx = ctx;
     while (r->hook_calls > 0) pthread_cond_wait(&r->calls_cond, &r->lock);
-    unlock(r);
+    yyc__remote_unlock(r);
 }
 
 void yyc__remote_retain(yyc_remote *r) {

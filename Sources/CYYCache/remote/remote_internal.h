@@ -105,6 +105,19 @@ struct yyc_remote {
     atomic_uint_fast64_t hits, misses, corrupt, errors, connects, invalidations, link_downs;
 };
 
+/* The object's one mutex, with the lock notes of platform/internal.h. */
+static inline void yyc__remote_lock(yyc_remote *r) {
+    pthread_mutex_lock(&r->lock);
+    yyc__lock_note_acquired(&r->lock);
+}
+static inline void yyc__remote_unlock(yyc_remote *r) {
+    yyc__lock_note_released(&r->lock);
+    pthread_mutex_unlock(&r->lock);
+}
+/* Waits on cond (a CLOCK_MONOTONIC condition of r, r's lock held) until the monotonic time
+ * deadline; false, without waiting, once it passed. */
+bool yyc__remote_wait_until_locked(yyc_remote *r, pthread_cond_t *cond, double deadline);
+
 /* A connection for one call, taken before deadline: an idle one (*reused true) or a new one.
  * Returns NULL with the error recorded (YYC_EIO: back-off, timeout, refused). */
 redisContext *yyc__remote_pool_take(yyc_remote *r, double deadline, bool *reused, double *timeout);

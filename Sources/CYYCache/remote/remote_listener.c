@@ -25,21 +25,11 @@
 #define LINK_BACKOFF_FIRST 0.05
 #define LINK_BACKOFF_MAX 1.0
 
-static void lock(yyc_remote *r) {
-    pthread_mutex_lock(&r->lock);
-    yyc__lock_note_acquired(&r->lock);
-}
-
-static void unlock(yyc_remote *r) {
-    yyc__lock_note_released(&r->lock);
-    pthread_mutex_unlock(&r->lock);
-}
-
 /* Calls every listener with the event (no lock held during the calls). */
 static void notify(yyc_remote *r, yyc_remote_event event, const char *key, size_t key_len) {
     uint64_t epoch = atomic_load_explicit(&r->epoch, memory_order_acquire);
     remote_listener_entry local[8], *list = local;
-    lock(r);
+    yyc__remote_lock(r);
     int n = r->listener_count;
     if (n > 8 && !(list = malloc(sizeof *list * (size_t)n))) {
         list = local;
@@ -47,12 +37,12 @@ static void notify(yyc_remote *r, yyc_remote_event event, const char *key, size_
     }
     if (n) memcpy(list, r->listeners, sizeof *list * (size_t)n);
     r->listener_calls++;
-    unlock(r);
+    yyc__remote_unlock(r);
     for (int i = 0; i < n; i++) list[i].fn(list[i].ctx, event, key, key_len, epoch);
-    lock(r);
+    yyc__remote_lock(r);
     r->listener_calls--;
     pthread_cond_broadcast(&r->calls_cond);
-    unlock(r);
+    yyc__remote_unlock(r);
     if (list != local) free(list);
 }
 
@@ -73,9 +63,9 @@ static int link_command(redisContext *c, int argc, const char **argv, const size
 
 /* Opens sub and track. */
 static int link_open(yyc_remote *r, redisContext **sub, redisContext **track) {
-    lock(r);
+    yyc__remote_lock(r);
     double connect_s = r->connect_timeout, command_s = r->command_timeout;
-    unlock(r);
+    yyc__remote_unlock(r);
     double deadline = yyc__monotonic_now() + connect_s + command_s;
     *sub = yyc__remote_connect(&r->url, connect_s, command_s, deadline);
     if (!*sub) return YYC_EIO;
@@ -135,9 +125,9 @@ static bool should_stop(yyc_remote *r) {
     char buf[16];
     while (read(r->wake[0], buf, sizeof buf) > 0) {
     }
-    lock(r);
+    yyc__remote_lock(r);
     bool stop = r->stopping;
-    unlock(r);
+    yyc__remote_unlock(r);
     return stop;
 }
 
@@ -181,10 +171,10 @@ static int serve(yyc_remote *r, redisContext *sub, redisContext *track) {
 }
 
 static void mark_tried(yyc_remote *r) {
-    lock(r);
+    yyc__remote_lock(r);
     r->link_tried = true;
     pthread_cond_broadcast(&r->calls_cond);
-    unlock(r);
+    yyc__remote_unlock(r);
 }
 
 static void report_last(yyc_remote *r) {
@@ -225,9 +215,9 @@ static void *listener_main(void *arg) {
         if (stop) break;
         struct pollfd wake = {r->wake[0], POLLIN, 0};
         if (poll(&wake, 1, (int)(backoff * 1000)) > 0 && should_stop(r)) break;
-        lock(r);
+        yyc__remote_lock(r);
         stop = r->stopping;
-        unlock(r);
+        yyc__remote_unlock(r);
         if (stop) break;
     }
     return NULL;
@@ -255,29 +245,18 @@ int yyc__remote_listener_start(yyc_remote *r, double deadline) {
     }
     r->thread_started = true;
     /* Wait for its first attempt (up or not: the pool works without it). */
-    lock(r);
-    while (!r->link_tried) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        double left = deadline - yyc__monotonic_now();
-        if (left <= 0) break;
-        ts.tv_sec += (time_t)left;
-        ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&r->calls_cond, &r->lock, &ts);
+    yyc__remote_lock(r);
+    while (!r->link_tried && yyc__remote_wait_until_locked(r, &r->calls_cond, deadline)) {
     }
-    unlock(r);
+    yyc__remote_unlock(r);
     return YYC_OK;
 }
 
 void yyc__remote_listener_stop(yyc_remote *r) {
     if (!r->thread_started) return;
-    lock(r);
+    yyc__remote_lock(r);
     r->stopping = true;
-    unlock(r);
+    yyc__remote_unlock(r);
     ssize_t w = write(r->wake[1], "x", 1);
     (void)w;
     pthread_join(r->thread, NULL);
@@ -288,12 +267,12 @@ void yyc__remote_listener_stop(yyc_remote *r) {
 
 int yyc_remote_add_listener(yyc_remote *r, yyc_remote_listener_fn fn, void *ctx, uint64_t *out_id) {
     if (!r || !fn || !out_id) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_add_listener: NULL");
-    lock(r);
+    yyc__remote_lock(r);
     if (r->listener_count == r->listener_capacity) {
         int cap = r->listener_capacity ? r->listener_capacity * 2 : 4;
         remote_listener_entry *grown = realloc(r->listeners, sizeof *grown * (size_t)cap);
         if (!grown) {
-            unlock(r);
+            yyc__remote_unlock(r);
             return yyc__error(YYC_ENOMEM, 0, 0, "yyc_remote_add_listener: out of memory");
         }
         r->listeners = grown;
@@ -301,14 +280,14 @@ int yyc_remote_add_listener(yyc_remote *r, yyc_remote_listener_fn fn, void *ctx,
     }
     uint64_t id = ++r->next_listener_id;
     r->listeners[r->listener_count++] = (remote_listener_entry){id, fn, ctx};
-    unlock(r);
+    yyc__remote_unlock(r);
     *out_id = id;
     return YYC_OK;
 }
 
 void yyc_remote_remove_listener(yyc_remote *r, uint64_t id) {
     if (!r) return;
-    lock(r);
+    yyc__remote_lock(r);
     for (int i = 0; i < r->listener_count; i++) {
         if (r->listeners[i].id == id) {
             memmove(&r->listeners[i], &r->listeners[i + 1],
@@ -319,7 +298,7 @@ void yyc_remote_remove_listener(yyc_remote *r, uint64_t id) {
     }
     bool on_thread = r->thread_started && pthread_equal(pthread_self(), r->thread);
     while (!on_thread && r->listener_calls > 0) pthread_cond_wait(&r->calls_cond, &r->lock);
-    unlock(r);
+    yyc__remote_unlock(r);
 }
 
 uint64_t yyc_remote_invalidation_epoch(yyc_remote *r) {

@@ -13,18 +13,7 @@
 #define BACKOFF_FIRST 0.05
 #define BACKOFF_MAX 1.0
 
-static void lock(yyc_remote *r) {
-    pthread_mutex_lock(&r->lock);
-    yyc__lock_note_acquired(&r->lock);
-}
-
-static void unlock(yyc_remote *r) {
-    yyc__lock_note_released(&r->lock);
-    pthread_mutex_unlock(&r->lock);
-}
-
-/* Waits on pool_cond until the monotonic deadline; false once it passed. */
-static bool wait_until_locked(yyc_remote *r, double deadline) {
+bool yyc__remote_wait_until_locked(yyc_remote *r, pthread_cond_t *cond, double deadline) {
     yyc__assert_held(&r->lock);
     double left = deadline - yyc__monotonic_now();
     if (left <= 0) return false;
@@ -37,25 +26,25 @@ static bool wait_until_locked(yyc_remote *r, double deadline) {
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    pthread_cond_timedwait(&r->pool_cond, &r->lock, &ts);
+    pthread_cond_timedwait(cond, &r->lock, &ts);
     return true;
 }
 
 redisContext *yyc__remote_pool_take(yyc_remote *r, double deadline, bool *reused, double *timeout) {
     *reused = false;
-    lock(r);
+    yyc__remote_lock(r);
     for (;;) {
         if (r->idle_count > 0) {
             r->idle_count--;
             redisContext *c = r->idle[r->idle_count];
             *timeout = r->idle_timeout[r->idle_count];
-            unlock(r);
+            yyc__remote_unlock(r);
             *reused = true;
             return c;
         }
         if (r->open_count < YYC_REMOTE_POOL_SIZE) break;
-        if (!wait_until_locked(r, deadline)) {
-            unlock(r);
+        if (!yyc__remote_wait_until_locked(r, &r->pool_cond, deadline)) {
+            yyc__remote_unlock(r);
             yyc__error(YYC_EIO, 0, ETIMEDOUT, "remote: every connection stayed busy");
             return NULL;
         }
@@ -63,18 +52,18 @@ redisContext *yyc__remote_pool_take(yyc_remote *r, double deadline, bool *reused
     double now = yyc__monotonic_now();
     if (now < r->backoff_until) {
         double wait = r->backoff_until - now;
-        unlock(r);
+        yyc__remote_unlock(r);
         yyc__error(YYC_EIO, 0, ECONNREFUSED,
                    "remote: the server was unreachable; next attempt in %.0f ms", wait * 1000);
         return NULL;
     }
     r->open_count++; /* reserved while connecting, unlocked */
     double connect_s = r->connect_timeout, command_s = r->command_timeout;
-    unlock(r);
+    yyc__remote_unlock(r);
 
     redisContext *c = yyc__remote_connect(&r->url, connect_s, command_s, deadline);
 
-    lock(r);
+    yyc__remote_lock(r);
     if (c) {
         r->backoff = 0;
         r->backoff_until = 0;
@@ -85,13 +74,13 @@ redisContext *yyc__remote_pool_take(yyc_remote *r, double deadline, bool *reused
         r->backoff_until = yyc__monotonic_now() + r->backoff;
         pthread_cond_signal(&r->pool_cond);
     }
-    unlock(r);
+    yyc__remote_unlock(r);
     if (c) atomic_fetch_add_explicit(&r->connects, 1, memory_order_relaxed);
     return c;
 }
 
 void yyc__remote_pool_give(yyc_remote *r, redisContext *c, double timeout, bool broken) {
-    lock(r);
+    yyc__remote_lock(r);
     if (broken) {
         r->open_count--;
     } else {
@@ -102,17 +91,17 @@ void yyc__remote_pool_give(yyc_remote *r, redisContext *c, double timeout, bool 
     }
     pthread_cond_signal(&r->pool_cond);
     assert(r->idle_count <= r->open_count && r->open_count <= YYC_REMOTE_POOL_SIZE);
-    unlock(r);
+    yyc__remote_unlock(r);
     if (c) redisFree(c);
 }
 
 void yyc__remote_pool_close(yyc_remote *r) {
-    lock(r);
+    yyc__remote_lock(r);
     int n = r->idle_count;
     redisContext *idle[YYC_REMOTE_POOL_SIZE];
     for (int i = 0; i < n; i++) idle[i] = r->idle[i];
     r->open_count -= n;
     r->idle_count = 0;
-    unlock(r);
+    yyc__remote_unlock(r);
     for (int i = 0; i < n; i++) redisFree(idle[i]);
 }
