@@ -127,6 +127,39 @@ static void a_redis_hit_fills_the_near_tiers_and_writes_go_to_every_tier(void **
     test_redis_stop(&s);
 }
 
+static int count_load(void *ctx, const char *key, void **out_value, size_t *out_len) {
+    (void)key;
+    atomic_fetch_add((atomic_int *)ctx, 1);
+    *out_value = malloc(6);
+    memcpy(*out_value, "loaded", 6);
+    *out_len = 6;
+    return YYC_OK;
+}
+
+static void a_load_goes_to_redis_and_another_instance_reads_it_without_loading(void **state) {
+    (void)state;
+    REDIS_OR_SKIP();
+    test_redis s;
+    test_redis_start(&s, NULL);
+    instance a, b;
+    open_instance(&a, s.url, "load");
+    open_instance(&b, s.url, "load");
+    atomic_int loads = 0;
+    void *v = NULL;
+    size_t n = 0;
+    assert_int_equal(yyc_cache_get_or_load(a.cache, "k", count_load, &loads, &v, &n), YYC_OK);
+    assert_int_equal(n, 6);
+    yyc_free(v);
+    assert_true(remote_has(a.remote, "k"));
+    assert_int_equal(yyc_cache_get_or_load(b.cache, "k", count_load, &loads, &v, &n), YYC_OK);
+    assert_memory_equal(v, "loaded", 6);
+    yyc_free(v);
+    assert_int_equal(atomic_load(&loads), 1);
+    close_instance(&a);
+    close_instance(&b);
+    test_redis_stop(&s);
+}
+
 static void another_instances_set_and_remove_reach_the_near_tiers(void **state) {
     (void)state;
     REDIS_OR_SKIP();
@@ -372,6 +405,7 @@ static void two_processes_never_read_a_value_older_than_the_staleness_bound(void
 
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_redis_hit_fills_the_near_tiers_and_writes_go_to_every_tier),
+    cmocka_unit_test(a_load_goes_to_redis_and_another_instance_reads_it_without_loading),
     cmocka_unit_test(another_instances_set_and_remove_reach_the_near_tiers),
     cmocka_unit_test(near_entries_from_redis_are_not_served_while_the_link_is_down),
     cmocka_unit_test(a_full_or_dead_redis_is_reported_and_the_near_tiers_go_on),
