@@ -392,7 +392,7 @@ FUZZ_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -Wall -Wextra
 FUZZ_CPPFLAGS = -D_GNU_SOURCE -DYYC_BUILDING -DYYC_TESTING \
   -DYYC_VERSION_STRING='"fuzz"' -Iinclude -ISources/CYYCache -ITests/C
 FUZZ_LDFLAGS ?= $(if $(wildcard $(dir $(FUZZ_CC))ld.lld),-fuse-ld=lld)
-FUZZ_LIBS ?= -lsqlite3 -lmd -lbsd -lpthread -lm
+FUZZ_LIBS ?= -lsqlite3 -lmd -lbsd -lhiredis -lpthread -lm
 FUZZ_ENV = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 FUZZ_LIB_OBJS = $(patsubst Sources/CYYCache/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(wildcard Sources/CYYCache/*/*.c))
