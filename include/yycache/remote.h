@@ -119,7 +119,8 @@ YYC_API int yyc_remote_get_statistics(yyc_remote *r, yyc_remote_statistics *out)
 /* The error hook (yyc_error_hook of disk_cache.h): called with every YYC_EIO a call returns and
  * every corrupt value found (YYC_ECORRUPT), on the calling thread, no lock held; the link's
  * failures are reported from the invalidation thread. ctx is borrowed until the hook is
- * replaced. NULL removes it. */
+ * replaced: the call returns once no call of the old hook is running (so it must not be called
+ * from the hook). NULL removes it. */
 YYC_API void yyc_remote_set_error_hook(yyc_remote *r, yyc_error_hook hook, void *ctx);
 
 /* What a listener is told. */
