@@ -93,6 +93,31 @@ struct RemoteCacheTests {
         #expect(!b.containsValue(forKey: "k"))
     }
 
+    @Test func nearCopiesAreNotServedWhileTheInvalidationLinkIsDown() throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let a = try Cache<String>(
+            memoryCache: MemoryCache(), diskCache: DiskCache(path: folderA.path),
+            remote: RemoteCache(RemoteConfiguration(url: server.url, namespace: "down")))
+        let remoteB = try RemoteCache(RemoteConfiguration(url: server.url, namespace: "down"))
+        let b = try Cache<String>(memoryCache: MemoryCache(), diskCache: DiskCache(path: folderB.path), remote: remoteB)
+        try a.setValue("v1", forKey: "k")
+        #expect(try b.value(forKey: "k") == "v1")
+        // The default user loses the invalidation channel: Redis drops the subscribers and
+        // refuses them again, while plain commands go on.
+        try server.command("ACL", "SETUSER", "default", "resetchannels")
+        #expect(eventually { !remoteB.statistics.invalidationLinkUp })
+        try a.setValue("v2", forKey: "k")
+        #expect(try b.value(forKey: "k") == "v2")
+        try a.setValue("v3", forKey: "k")
+        #expect(try b.value(forKey: "k") == "v3")
+        try server.command("ACL", "SETUSER", "default", "allchannels")
+        #expect(eventually { remoteB.statistics.invalidationLinkUp })
+        try a.setValue("v4", forKey: "k")
+        #expect(eventually { (try? b.value(forKey: "k")) == "v4" })
+    }
+
     @Test func asyncThreeTierCallsAgreeWithTheSyncOnes() async throws {
         let server = try RedisServer()
         let folder = TemporaryFolder()
