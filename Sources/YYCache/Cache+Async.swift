@@ -121,8 +121,8 @@ extension Cache {
     public func removeValue(forKey key: String) async throws {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return }
-        if let tier = remoteTier {
-            return try await RemoteCache.onQueue { try self.remoteRemove(forKey: key, tier: tier) }
+        if let tier = remoteTier {  // Redis first
+            try await RemoteCache.onQueue { self.removeFromRemote(key, tier: tier) }
         }
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
@@ -139,8 +139,8 @@ extension Cache {
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     public func removeAllValues() async throws {
         try Task.checkCancellation()
-        if let tier = remoteTier {
-            return try await RemoteCache.onQueue { try self.remoteRemoveAll(tier: tier) }
+        if let tier = remoteTier {  // Redis first
+            try await RemoteCache.onQueue { self.removeAllFromRemote(tier: tier) }
         }
         do {
             try await diskCache.removeAllValues()

@@ -224,7 +224,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func removeValue(forKey key: String) throws {
         guard CStrings.isStorableKey(key) else { return }
-        if let remoteTier { return try remoteRemove(forKey: key, tier: remoteTier) }
+        if let remoteTier { removeFromRemote(key, tier: remoteTier) }  // Redis first
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
             try diskCache.removeValue(forKey: key)
@@ -240,7 +240,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``CacheError`` from the disk tier.
     @_disfavoredOverload
     public func removeAllValues() throws {
-        if let remoteTier { return try remoteRemoveAll(tier: remoteTier) }
+        if let remoteTier { removeAllFromRemote(tier: remoteTier) }  // Redis first
         defer { memoryCache.removeAllValues() }
         try diskCache.removeAllValues()
     }

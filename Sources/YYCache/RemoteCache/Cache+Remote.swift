@@ -135,17 +135,10 @@ extension Cache {
         }
     }
 
-    func remoteRemove(forKey key: String, tier: CacheRemoteTier<Value>) throws {
-        guard CStrings.isStorableKey(key) else { return }
+    /// The Redis half of a removal (a failure is reported; the near tiers are then emptied of
+    /// the key as in a two-level cache).
+    func removeFromRemote(_ key: String, tier: CacheRemoteTier<Value>) {
         do { try tier.remote.removeData(forKey: key) } catch { reportRemote(error) }
-        let generation = memoryCache.writeGeneration(forKey: key)
-        do {
-            try diskCache.removeValue(forKey: key)
-        } catch {
-            memoryCache.removeValue(forKey: key, ifGeneration: generation)
-            throw error
-        }
-        memoryCache.removeValue(forKey: key)
     }
 
     func remoteContains(forKey key: String, tier: CacheRemoteTier<Value>) -> Bool {
@@ -158,10 +151,9 @@ extension Cache {
         return (try? tier.remote.containsData(forKey: key)) ?? false
     }
 
-    func remoteRemoveAll(tier: CacheRemoteTier<Value>) throws {
+    /// The Redis half of a remove-all (a failure is reported).
+    func removeAllFromRemote(tier: CacheRemoteTier<Value>) {
         do { try tier.remote.removeAllData() } catch { reportRemote(error) }
-        defer { memoryCache.removeAllValues() }
-        try diskCache.removeAllValues()
     }
 }
 
