@@ -94,9 +94,10 @@ have_swift_bench = $(shell grep -q '"$(SWIFT_BENCH_PRODUCT)"' Package.swift 2>/d
 # Debian packages `make deps` installs when missing (gcc/g++: sanitizers and the C++ header check;
 # binutils: nm/readelf; python3: Benchmarks/run and Tests/cli; xz-utils: the hit-ratio traces;
 # doxygen: the C reference of `make docs`; man-db: `man -l` checks the yycache(1) page in Tests/cli;
-# clang-format: `make format` and `make format-check`).
+# clang-format: `make format` and `make format-check`; libhiredis-dev: the remote tier's Redis
+# client; redis-server: the server the remote tier's tests start).
 DEB_PACKAGES ?= libsqlite3-dev libbsd-dev libmd-dev libcmocka-dev cmake pkg-config gcc g++ \
-                binutils python3 xz-utils doxygen man-db clang-format
+                binutils python3 xz-utils doxygen man-db clang-format libhiredis-dev redis-server
 APT_GET ?= apt-get
 
 # The steps of `make test`, in order (cheap and likely-to-fail first).
@@ -149,8 +150,8 @@ test: deps
 # to install and fails. Without dpkg (not Debian), checks with pkg-config and goes on.
 deps:
 	@if ! command -v dpkg-query >/dev/null 2>&1; then \
-	  echo "deps: no dpkg here; checking with pkg-config (sqlite3 libbsd libmd cmocka) and cmake"; \
-	  command -v $(CMAKE) >/dev/null && pkg-config --exists sqlite3 libbsd libmd cmocka \
+	  echo "deps: no dpkg here; checking with pkg-config (sqlite3 libbsd libmd cmocka hiredis) and cmake"; \
+	  command -v $(CMAKE) >/dev/null && pkg-config --exists sqlite3 libbsd libmd cmocka hiredis \
 	    || { echo "deps: missing; install the equivalents of: $(DEB_PACKAGES)" >&2; exit 1; }; \
 	  exit 0; \
 	fi; \
@@ -391,7 +392,7 @@ FUZZ_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -Wall -Wextra
 FUZZ_CPPFLAGS = -D_GNU_SOURCE -DYYC_BUILDING -DYYC_TESTING \
   -DYYC_VERSION_STRING='"fuzz"' -Iinclude -ISources/CYYCache -ITests/C
 FUZZ_LDFLAGS ?= $(if $(wildcard $(dir $(FUZZ_CC))ld.lld),-fuse-ld=lld)
-FUZZ_LIBS ?= -lsqlite3 -lmd -lbsd -lpthread -lm
+FUZZ_LIBS ?= -lsqlite3 -lmd -lbsd -lhiredis -lpthread -lm
 FUZZ_ENV = ASAN_OPTIONS=$${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
   UBSAN_OPTIONS=$${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 FUZZ_LIB_OBJS = $(patsubst Sources/CYYCache/%.c,$(FUZZ_DIR)/obj/lib/%.o,$(wildcard Sources/CYYCache/*/*.c))

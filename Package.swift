@@ -30,6 +30,8 @@ let package = Package(
                 .linkedLibrary("sqlite3"),
                 .linkedLibrary("md"),
                 .linkedLibrary("bsd"),
+                // The remote tier (Sources/CYYCache/remote): hiredis 0.14 or 1.x.
+                .linkedLibrary("hiredis"),
                 .linkedLibrary("pthread"),
                 .linkedLibrary("m"),
             ]

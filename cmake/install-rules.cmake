@@ -5,7 +5,7 @@
 #                                               which exists for SwiftPM)
 #   <libdir>/libyycache.so.X.Y.Z (+ links) or libyycache.a
 #   <libdir>/cmake/YYCache/                     YYCacheConfig.cmake, YYCacheConfigVersion.cmake,
-#                                               YYCacheTargets*.cmake, FindLibBSD/FindLibMD.cmake
+#                                               YYCacheTargets*.cmake, FindLibBSD/FindLibMD/FindHiredis.cmake
 #   <libdir>/pkgconfig/yycache.pc               relocatable (${pcfiledir})
 #   share/doc/yycache/LICENSE, NOTICE           the MIT license and the notice about YYCache
 include(CMakePackageConfigHelpers)
@@ -50,6 +50,7 @@ install(FILES
     "${PROJECT_BINARY_DIR}/YYCacheConfigVersion.cmake"
     "${PROJECT_SOURCE_DIR}/cmake/FindLibBSD.cmake"
     "${PROJECT_SOURCE_DIR}/cmake/FindLibMD.cmake"
+    "${PROJECT_SOURCE_DIR}/cmake/FindHiredis.cmake"
   DESTINATION "${YYCACHE_INSTALL_CMAKEDIR}"
   COMPONENT YYCache_Development)
 

@@ -934,6 +934,7 @@ static void bench_disk(const char *group, bool large) {
 #include "bench_writes.inc"  /* the disk-writes group */
 #include "bench_latency.inc" /* the disk-latency group */
 #include "bench_scale.inc"   /* the disk-scale group */
+#include "bench_remote.inc"  /* the remote group (Redis) */
 
 /* ---- footprint: resident-set growth for opt.keys entries, in this (fresh) process ---- */
 
@@ -1011,7 +1012,7 @@ static void bench_footprint(void) {
 static void usage(void) {
     fprintf(
         stderr,
-        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|disk-scale|footprint]\n"
+        "usage: yycache-bench-c [--quick] [--group mem-int|mem-str|mixed|disk-small|disk-large|disk-writes|disk-latency|disk-scale|remote|footprint]\n"
         "       [--scale-entries N] (disk-scale: entries, default 100000)\n"
         "       [--page-cache BYTES] (yyc_diskcache_set_page_cache_size; default: the library's)\n"
         "       [--systems id,id] [--system id --keytype str|int] [--keys N] [--disk-keys N]\n"
@@ -1080,6 +1081,7 @@ int main(int argc, char **argv) {
     else if (strcmp(opt.group, "disk-writes") == 0) bench_disk_writes("disk-writes");
     else if (strcmp(opt.group, "disk-latency") == 0) bench_disk_latency("disk-latency");
     else if (strcmp(opt.group, "disk-scale") == 0) bench_disk_scale("disk-scale");
+    else if (strcmp(opt.group, "remote") == 0) bench_remote("remote");
     else usage();
     return 0;
 }

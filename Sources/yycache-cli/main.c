@@ -64,6 +64,10 @@ static const char general_help[] =
     "checks, read-only, that PATH is a cache (manifest.sqlite with YYKVStorage's table and\n"
     "index) and changes nothing otherwise.\n"
     "\n"
+    "With --remote URL (stats, get, set, rm), PATH is a namespace on that Redis server\n"
+    "(redis://[user[:password]@]host[:port][/db] or unix://[user[:password]@]/path.sock):\n"
+    "the commands read and write the remote tier that caches with that namespace share.\n"
+    "\n"
     "Options: --bytes (exact sizes), --json (stats, ls, verify, vacuum), -h/--help, --version.\n"
     "Put -- before a key that begins with '-'.\n"
     "\n"
@@ -200,26 +204,114 @@ static bool read_all(FILE *in, char **out, size_t *out_len) {
     return true;
 }
 
+/* ---- the remote tier (--remote URL: PATH is then a namespace on that Redis) ---- */
+
+/* The URL as messages show it: a password replaced by "***". */
+static const char *shown_url(const char *url) {
+    static char shown[512];
+    const char *scheme = strstr(url, "://");
+    const char *at = scheme ? strrchr(scheme, '@') : NULL;
+    const char *colon = at ? memchr(scheme + 3, ':', (size_t)(at - scheme - 3)) : NULL;
+    if (!colon) return url;
+    snprintf(shown, sizeof shown, "%.*s:***%s", (int)(colon - url), url, at);
+    return shown;
+}
+
+static bool open_remote(const char *url, const char *ns, yyc_remote **out) {
+    int st = yyc_remote_open(url, ns, out);
+    if (st != YYC_OK) {
+        library_error(shown_url(url), "cannot reach Redis", st);
+        return false;
+    }
+    return true;
+}
+
+/* Reports a corrupt value the remote found (a miss with YYC_ECORRUPT recorded). */
+static void warn_if_corrupt(const char *url) {
+    yyc_error e;
+    yyc_last_error(&e);
+    if (e.code == YYC_ECORRUPT)
+        cli_error(shown_url(url), "warning: the value was not written by this library (%s)",
+                  e.message);
+}
+
+static int remote_stats(const char *url, const char *ns, bool json) {
+    yyc_remote *r;
+    if (!open_remote(url, ns, &r)) return EXIT_ERROR;
+    yyc_remote_statistics st;
+    yyc_remote_get_statistics(r, &st);
+    yyc_remote_close(r);
+    if (json) {
+        printf("{\"url\": ");
+        print_json_string(stdout, shown_url(url), strlen(shown_url(url)));
+        printf(", \"namespace\": ");
+        print_json_string(stdout, ns, strlen(ns));
+        printf(", \"reachable\": true, \"invalidation_up\": %s}\n",
+               st.invalidation_up ? "true" : "false");
+        return EXIT_OK;
+    }
+    printf("redis:          reachable (credentials accepted)\n");
+    printf("namespace:      ");
+    print_key(stdout, ns, strlen(ns), false);
+    printf(" (keys \"");
+    print_key(stdout, ns, strlen(ns), false);
+    printf(":KEY\")\n");
+    printf("invalidation:   %s\n", st.invalidation_up ? "up (CLIENT TRACKING BCAST accepted)"
+                                                      : "down (CLIENT TRACKING refused?)");
+    return EXIT_OK;
+}
+
+static int remote_get(const char *url, const char *ns, const char *key, const char *output) {
+    yyc_remote *r;
+    if (!open_remote(url, ns, &r)) return EXIT_ERROR;
+    void *value = NULL;
+    size_t len = 0;
+    int st = yyc_remote_get(r, key, &value, &len);
+    if (st == YYC_NOTFOUND) warn_if_corrupt(url);
+    yyc_remote_close(r);
+    if (st == YYC_NOTFOUND) {
+        fprintf(stderr, "yycache: %s: no such key: ", ns);
+        print_key(stderr, key, strlen(key), true);
+        fputc('\n', stderr);
+        return EXIT_NO;
+    }
+    if (st != YYC_OK) return library_error(shown_url(url), "cannot read the value", st);
+    int status = EXIT_OK;
+    FILE *out = output ? fopen(output, "wb") : stdout;
+    bool ok = out && (len == 0 || fwrite(value, 1, len, out) == len);
+    if (out) ok = (output ? fclose(out) == 0 : fflush(out) == 0) && ok;
+    if (!ok) {
+        cli_error(output ? output : "standard output", "%s", strerror(errno));
+        status = EXIT_ERROR;
+    }
+    yyc_free(value);
+    return status;
+}
+
 /* ---- stats ---- */
 
 static int cmd_stats(int argc, char **argv) {
     static const struct option opts[] = {
         {"json", no_argument, NULL, 'j'},
         {"bytes", no_argument, NULL, 'b'},
+        {"remote", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     bool json = false, exact = false;
+    const char *remote = NULL;
     int c;
     while ((c = next_option(argc, argv, ":h", opts)) != -1) {
         switch (c) {
         case 'j': json = true; break;
         case 'b': exact = true; break;
+        case 'r': remote = optarg; break;
         default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 1) return usage_error(argv[0], "expected exactly one PATH");
     const char *path = argv[optind];
+    if (remote) return remote_stats(remote, path, json);
     if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     cli_stats s;
@@ -351,19 +443,22 @@ static int cmd_ls(int argc, char **argv) {
 static int cmd_get(int argc, char **argv) {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
+        {"remote", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    const char *output = NULL;
+    const char *output = NULL, *remote = NULL;
     int c;
     while ((c = next_option(argc, argv, ":ho:", opts)) != -1) {
         switch (c) {
         case 'o': output = optarg; break;
+        case 'r': remote = optarg; break;
         default: return c == 'h' ? EXIT_OK : EXIT_ERROR;
         }
     }
     if (argc - optind != 2) return usage_error(argv[0], "expected PATH and KEY");
     const char *path = argv[optind], *key = argv[optind + 1];
+    if (remote) return remote_get(remote, path, key, output);
     if (!cli_identify_cache(path)) return EXIT_ERROR;
 
     yyc_diskcache *dc;
@@ -417,17 +512,22 @@ static bool may_become_cache(const char *path) {
 
 static int cmd_set(int argc, char **argv) {
     static const struct option opts[] = {
+        {"remote", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    const char *remote = NULL;
     int c;
-    if ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    while ((c = next_option(argc, argv, ":h", opts)) != -1) {
+        if (c == 'r') remote = optarg;
+        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    }
     if (argc - optind != 2 && argc - optind != 3)
         return usage_error(argv[0], "expected PATH, KEY and optionally FILE");
     const char *path = argv[optind], *key = argv[optind + 1];
     const char *input = argc - optind == 3 ? argv[optind + 2] : "-";
     if (key[0] == '\0') return usage_error(argv[0], "the key is empty");
-    if (!may_become_cache(path) && !cli_identify_cache(path)) return EXIT_ERROR;
+    if (!remote && !may_become_cache(path) && !cli_identify_cache(path)) return EXIT_ERROR;
 
     bool from_stdin = strcmp(input, "-") == 0;
     FILE *in = from_stdin ? stdin : fopen(input, "rb");
@@ -441,8 +541,18 @@ static int cmd_set(int argc, char **argv) {
     if (!from_stdin) fclose(in);
 
     yyc_diskcache *dc;
+    yyc_remote *r;
     int status = EXIT_OK;
-    if (!open_disk_cache(path, &dc)) {
+    if (remote) {
+        if (!open_remote(remote, path, &r)) {
+            status = EXIT_ERROR;
+        } else {
+            int st = yyc_remote_set(r, key, value, len, 0);
+            if (st != YYC_OK)
+                status = library_error(shown_url(remote), "cannot store the value", st);
+            yyc_remote_close(r);
+        }
+    } else if (!open_disk_cache(path, &dc)) {
         status = EXIT_ERROR;
     } else {
         int st = yyc_diskcache_set(dc, key, value, len, NULL, 0);
@@ -457,13 +567,27 @@ static int cmd_set(int argc, char **argv) {
 
 static int cmd_rm(int argc, char **argv) {
     static const struct option opts[] = {
+        {"remote", required_argument, NULL, 'r'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    const char *remote = NULL;
     int c;
-    if ((c = next_option(argc, argv, ":h", opts)) != -1) return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    while ((c = next_option(argc, argv, ":h", opts)) != -1) {
+        if (c == 'r') remote = optarg;
+        else return c == 'h' ? EXIT_OK : EXIT_ERROR;
+    }
     if (argc - optind < 2) return usage_error(argv[0], "expected PATH and at least one KEY");
     const char *path = argv[optind];
+    if (remote) {
+        yyc_remote *r;
+        if (!open_remote(remote, path, &r)) return EXIT_ERROR;
+        int st = YYC_OK;
+        for (int i = optind + 1; i < argc && st == YYC_OK; i++)
+            if (argv[i][0]) st = yyc_remote_remove(r, argv[i]);
+        yyc_remote_close(r);
+        return st == YYC_OK ? EXIT_OK : library_error(shown_url(remote), "cannot remove", st);
+    }
 
     yyc_kv *kv;
     if (!open_kv(path, &kv)) return EXIT_ERROR;
@@ -796,7 +920,7 @@ static int cmd_vacuum(int argc, char **argv) {
 static int cmd_help(int argc, char **argv);
 
 static const command commands[] = {
-    {"stats", cmd_stats, "stats PATH [--json] [--bytes]",
+    {"stats", cmd_stats, "stats PATH [--json] [--bytes] [--remote URL]",
      "Prints the number of entries, their total size, the split between inline values (in\n"
      "manifest.sqlite) and files (in data/) by count and bytes, the oldest and newest access\n"
      "times, the sizes of manifest.sqlite and of its WAL (manifest.sqlite-wal: writes not yet\n"
@@ -810,7 +934,10 @@ static const command commands[] = {
      "  --json    one JSON object: path, count, total_size, inline_count, inline_size,\n"
      "            file_count, file_size, oldest_access, newest_access (unix seconds or null),\n"
      "            expired_count, manifest_size, wal_size, trash_entries\n"
-     "  --bytes   exact byte counts instead of 1.5 KiB\n"},
+     "  --bytes   exact byte counts instead of 1.5 KiB\n"
+     "  --remote URL  PATH is a namespace on the Redis server at URL: checks that the server\n"
+     "            answers, accepts the credentials and the invalidation link (CLIENT\n"
+     "            TRACKING) comes up\n"},
     {"ls", cmd_ls, "ls PATH [--limit N] [--sort access|size|key] [--json] [--bytes]",
      "Lists the entries, one per line: size, last access time, expiry (the time to live's end,\n"
      "'never', or 'expired': the next read or trim removes it), storage (inline or file), key.\n"
@@ -831,7 +958,7 @@ static const command commands[] = {
      "                  escaped; each byte of a key that is not valid UTF-8 is written as\n"
      "                  \\u00XX and the exact key is added as key_hex (lowercase hex).\n"
      "  --bytes         exact byte counts instead of 1.5 KiB\n"},
-    {"get", cmd_get, "get PATH KEY [-o FILE]",
+    {"get", cmd_get, "get PATH KEY [-o FILE] [--remote URL]",
      "Writes the value's raw bytes to standard output, or to FILE with -o/--output.\n"
      "Like any read through the library (DiskCache), this refreshes the entry's access time,\n"
      "and a row whose data file is missing is removed and reported as missing.\n"
@@ -839,17 +966,25 @@ static const command commands[] = {
      "An entry past its time to live has no value: it is removed and reported as missing.\n"
      "\n"
      "Exit status 1, with a message on standard error, when the key has no value (FILE is\n"
-     "then not created).\n"},
-    {"set", cmd_set, "set PATH KEY [FILE|-]",
+     "then not created).\n"
+     "\n"
+     "  --remote URL  read the value from the Redis server at URL, PATH being the namespace\n"
+     "                (a value this library did not write is reported and is a miss)\n"},
+    {"set", cmd_set, "set PATH KEY [FILE|-] [--remote URL]",
      "Stores the bytes of FILE (standard input when FILE is - or absent) under KEY, replacing\n"
      "any previous value, as DiskCache does: values up to 20480 bytes inline in\n"
      "manifest.sqlite, larger ones in data/<md5(KEY)>.\n"
      "\n"
      "PATH must be a cache folder, a missing folder or an empty folder (the last two become a\n"
-     "new cache).\n"},
-    {"rm", cmd_rm, "rm PATH KEY...",
+     "new cache).\n"
+     "\n"
+     "  --remote URL  store the value in the Redis server at URL, PATH being the namespace\n"
+     "                (caches on that namespace drop their near copies of KEY)\n"},
+    {"rm", cmd_rm, "rm PATH KEY... [--remote URL]",
      "Removes each KEY (its row and its file) through the library. A key that has no value is\n"
-     "not an error (exit status 0), as in the library.\n"},
+     "not an error (exit status 0), as in the library.\n"
+     "\n"
+     "  --remote URL  remove the keys from the Redis server at URL, PATH being the namespace\n"},
     {"trim", cmd_trim, "trim PATH [--expired] [--count N] [--size BYTES] [--age SECS]",
      "Evicts entries through the library, least recently used first, in DiskCache's order:\n"
      "\n"

@@ -1114,6 +1114,44 @@ class YYKVStorageFolders(InspectorTestCase):
         self.assertTrue(self.verify_json(expect=0)["ok"])
 
 
+@unittest.skipUnless(shutil.which("redis-server"), "no redis-server installed (make deps installs it)")
+class Remote(InspectorTestCase):
+    """--remote URL: PATH is a namespace on a Redis server of the test's own."""
+
+    def setUp(self):
+        super().setUp()
+        self.socket = os.path.join(self.tmp, "redis.sock")
+        self.server = subprocess.Popen(
+            ["redis-server", "--port", "0", "--unixsocket", self.socket, "--save", "", "--dir", self.tmp],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.socket) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.url = "unix://" + self.socket
+
+    def tearDown(self):
+        self.server.kill()
+        self.server.wait()
+        super().tearDown()
+
+    def test_set_get_rm_and_stats_go_to_redis_under_the_namespace(self):
+        self.run_cli("set", "--remote", self.url, "ns", "k", "-", input=b"bytes\0here", expect=0)
+        self.assertEqual(self.run_cli("get", "--remote", self.url, "ns", "k", expect=0).stdout, b"bytes\0here")
+        # Another namespace does not see it; nothing was written to a folder.
+        self.run_cli("get", "--remote", self.url, "other", "k", expect=1)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "ns")))
+        stats = json.loads(self.run_cli("stats", "--json", "--remote", self.url, "ns", expect=0).stdout)
+        self.assertTrue(stats["reachable"])
+        self.assertTrue(stats["invalidation_up"])
+        self.run_cli("rm", "--remote", self.url, "ns", "k", expect=0)
+        self.run_cli("get", "--remote", self.url, "ns", "k", expect=1)
+
+    def test_an_unreachable_server_is_an_error_that_hides_the_password(self):
+        proc = self.run_cli("get", "--remote", "unix://user:hunter2@/nonexistent/r.sock", "ns", "k", expect=2)
+        self.assertIn(b"cannot reach Redis", proc.stderr)
+        self.assertNotIn(b"hunter2", proc.stderr)
+
+
 def main():
     global BINARY
     parser = argparse.ArgumentParser(add_help=False)

@@ -37,7 +37,7 @@ SECTIONS = ["NAME", "SYNOPSIS", "DESCRIPTION", "COMMANDS", "OPTIONS", "EXIT STAT
 
 # A value for each option that takes one, to check the tool accepts what the page documents.
 OPTION_VALUES = {"--limit": "1", "--sort": "key", "--count": "1", "--size": "1", "--age": "1",
-                 "--output": "out", "-o": "out", "-n": "1"}
+                 "--output": "out", "-o": "out", "-n": "1", "--remote": "unix:///nonexistent/redis.sock"}
 
 LONG_OPTION = re.compile(r"(?<![\w-])--[a-z][a-z-]*")
 

@@ -26,6 +26,7 @@
 
 #include "disk_cache.h"
 #include "memory_cache.h"
+#include "remote.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +102,37 @@ YYC_API int yyc_cache_remove(yyc_cache *c, const char *key);
 /* Empties both tiers (disk first; memory also when the disk fails). Returns: YYC_OK, YYC_EINVAL
  * (NULL cache), errors of yyc_diskcache_remove_all. */
 YYC_API int yyc_cache_remove_all(yyc_cache *c);
+
+/* Three tiers: adds r (remote.h) as the third tier of c, behind memory and disk; c keeps its
+ * own reference to r (yyc_remote_close may be called at once; yyc_cache_free drops c's). Once
+ * set, for good:
+ *   - get: memory, then disk, then Redis; a Redis hit is copied into disk and memory with its
+ *     remaining time to live (unless the invalidation link is down, or the key changed
+ *     meanwhile). A Redis failure or a corrupt value there is a miss (YYC_NOTFOUND), reported
+ *     through the remote's error hook.
+ *   - set (and set_with_ttl: the time to live goes to Redis too; none when NaN/INFINITY):
+ *     Redis, then disk, then memory. If Redis refuses the write (unreachable, full), the value
+ *     is kept in the near tiers only, the failure goes to the remote's error hook, and the call
+ *     returns the disk's status: the two-level cache goes on while Redis is down. Returns also
+ *     YYC_ETOOBIG for a value over YYC_REMOTE_MAX_VALUE (nothing written).
+ *   - remove / remove_all: Redis (a failure reported through its hook), then disk, then memory.
+ *   - contains: the near tiers, else Redis.
+ *   - get_or_load: memory, disk, Redis, then the load (once per key in this process), whose
+ *     value is stored in every tier.
+ * Coherence: another cache (any process) with the same namespace and Redis that sets or removes
+ * a key makes this cache drop it from its near tiers when the invalidation arrives (Redis sends
+ * it as it applies the write; this process's invalidation thread drops the key); after that no
+ * get here returns the old value. While the invalidation link is down (and from the moment it
+ * is noticed: at once for a closed connection, within 2 s for a silent one) the near tiers hold
+ * nothing that came from Redis: they are emptied, and emptied again when the link is back.
+ * Redis-side expiry and eviction invalidate like a remove. The two-level guarantee above holds
+ * with Redis as the truth, for the values Redis accepted. Attaching empties both near tiers
+ * (nothing vouches for what they held). Returns: YYC_OK, YYC_EINVAL (NULL argument, or c has a
+ * remote tier already), YYC_ENOMEM, errors of yyc_diskcache_remove_all. Call it before sharing c
+ * between threads. */
+YYC_API int yyc_cache_set_remote(yyc_cache *c, yyc_remote *r);
+/* The remote tier (borrowed, valid until yyc_cache_free), or NULL. */
+YYC_API yyc_remote *yyc_cache_remote(yyc_cache *c);
 
 /* The memory the process may use, in bytes: the smallest of physical memory
  * (sysconf(_SC_PHYS_PAGES) * sysconf(_SC_PAGESIZE)) and the memory limit of the process's cgroup

@@ -35,5 +35,6 @@
 #include "kv_storage.h"
 #include "disk_cache.h"
 #include "cache.h"
+#include "remote.h"
 
 #endif /* YYCACHE_YYCACHE_H */

@@ -28,6 +28,7 @@
  * quarter of yyc_available_memory().
  */
 #include "platform/internal.h"
+#include "remote/remote_internal.h" /* yyc__remote_retain */
 
 #include "disk/disk_cache_private.h"
 #include "kv/kv_private.h"
@@ -45,6 +46,12 @@ struct yyc_cache {
     /* yyc_cache_statistics' own counters (relaxed atomics: exact, no lock): reads served by
      * either tier, by neither, and values stored through this cache. */
     atomic_uint_fast64_t hits, misses, insertions;
+    /* The third tier (yyc_cache_set_remote), set once, or NULL; see "Three tiers" below. */
+    _Atomic(yyc_remote *) remote;
+    uint64_t remote_listener;
+    /* The remote's invalidation epoch whose flush this cache has done: the near tiers are
+     * served only while it equals the remote's current epoch (raised, never lowered). */
+    atomic_uint_fast64_t flushed_epoch;
 };
 
 typedef struct bytes {
@@ -108,8 +115,11 @@ int yyc_cache_open(const char *path, yyc_cache **out) {
     return YYC_OK;
 }
 
+static void remote_detach(yyc_cache *c);
+
 void yyc_cache_free(yyc_cache *c) {
     if (!c) return;
+    remote_detach(c);
     yyc_memcache_free(c->memory);
     yyc_diskcache_release(c->disk);
     free(c);
@@ -140,6 +150,14 @@ static void count_read(yyc_cache *c, int rc) {
 
 static void back_fill(yyc_cache *c, const char *key, size_t key_len, const void *value, size_t len,
                       uint64_t generation);
+static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                      void **out_value, size_t *out_len);
+static int remote_get_or_load(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                              yyc_diskcache_load_fn load, void *ctx, void **out_value,
+                              size_t *out_len);
+static int remote_set(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                      const void *value, size_t len, double ttl);
+static bool remote_contains(yyc_cache *c, yyc_remote *r, const char *key);
 
 /* The memory tier's copy of key, if it holds one whose disk deadline has not passed: copied out
  * and counted as a hit. An expired copy is forgotten (unless a write replaced it since
@@ -169,6 +187,8 @@ int yyc_cache_get(yyc_cache *c, const char *key, void **out_value, size_t *out_l
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get: NULL argument");
     if (!*key) return YYC_NOTFOUND;
     size_t key_len = strlen(key);
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (remote) return remote_get(c, remote, key, key_len, out_value, out_len);
 
     uint64_t generation;
     int rc;
@@ -216,6 +236,8 @@ int yyc_cache_get_or_load(yyc_cache *c, const char *key, yyc_diskcache_load_fn l
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_get_or_load: empty key");
     size_t key_len = strlen(key);
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (remote) return remote_get_or_load(c, remote, key, key_len, load, ctx, out_value, out_len);
     uint64_t generation;
     int rc;
     if (memory_get(c, key, key_len, &generation, out_value, out_len, &rc) == YYC_OK) return rc;
@@ -258,6 +280,8 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
     if (!value && len)
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
     size_t key_len = strlen(key);
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (remote) return remote_set(c, remote, key, key_len, value, len, ttl);
     /* The memory copy's deadline: the disk entry's, taken before the disk write so that it is
      * never later (the disk's default when the set gives none). */
     double disk_ttl = isnan(ttl) ? yyc_diskcache_default_time_to_live(c->disk) : ttl;
@@ -310,6 +334,8 @@ int yyc_cache_set_with_ttl(yyc_cache *c, const char *key, const void *value, siz
  * clock (a look at memory's time to live is no hit: no order changes). */
 bool yyc_cache_contains(yyc_cache *c, const char *key) {
     if (!c || !key || !*key) return false;
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (remote) return remote_contains(c, remote, key);
     double ttl = 0;
     if (yyc_memcache_time_to_live(c->memory, key, strlen(key), &ttl) == YYC_OK && ttl == INFINITY)
         return true;
@@ -320,6 +346,9 @@ int yyc_cache_remove(yyc_cache *c, const char *key) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove: NULL argument");
     if (!*key) return YYC_OK;
     size_t key_len = strlen(key);
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    /* Redis first (a failure is reported through the remote's error hook), then as below. */
+    if (remote) yyc_remote_remove(remote, key);
     uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
     int rc = yyc_diskcache_remove(c->disk, key);
     /* After the disk: the removal changes the key's generation, so a read that began before
@@ -332,8 +361,264 @@ int yyc_cache_remove(yyc_cache *c, const char *key) {
 
 int yyc_cache_remove_all(yyc_cache *c) {
     if (!c) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_remove_all: NULL cache");
+    yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (remote) yyc_remote_remove_all(remote); /* a failure: reported through its error hook */
     int rc = yyc_diskcache_remove_all(c->disk);
     /* After the disk, as in remove; also on failure (the disk may have lost any part). */
     yyc_memcache_remove_all(c->memory);
     return rc;
+}
+
+/* ---- Three tiers: memory, disk, then Redis (yyc_cache_set_remote) ----
+ *
+ * Redis is the truth; memory and disk (the near tiers) hold copies that the remote's invalidation
+ * thread drops (on_remote_event) when the key changes in Redis, and empties when the link goes
+ * down or comes back (YYC_REMOTE_FLUSH). The rules (see remote.h for the epoch):
+ *   - the near tiers serve only while this cache's flushed_epoch equals the remote's epoch (a
+ *     flush announced but not yet done: Redis is read instead);
+ *   - a value read from Redis is copied into the near tiers only if the link was up before the
+ *     read, and it is dropped again if the epoch changed or the key was written meanwhile (the
+ *     memory tier's write generation, taken before the read: an invalidation changes it);
+ *   - an invalidation drops the key from memory, disk, then memory again, so that a back-fill
+ *     racing it is either refused by its generation or removed after it (remote_back_fill
+ *     checks the generation after its disk write);
+ *   - a set writes Redis, then disk, then memory if the generation taken before the Redis write
+ *     is unchanged; otherwise (a write overlapped) both near tiers forget the key. A value
+ *     written to Redis while the link is down is not kept near (no invalidation would reach
+ *     it); a value Redis refused is kept near (the two-level cache goes on while Redis is down
+ *     or full), until the next flush.
+ */
+
+/* Drops key from the near tiers: memory, disk, memory (see above). */
+static void drop_near(yyc_cache *c, const char *key, size_t key_len) {
+    yyc_memcache_remove(c->memory, key, key_len);
+    yyc_diskcache_remove(c->disk, key);
+    yyc_memcache_remove(c->memory, key, key_len);
+}
+
+/* Empties the near tiers, then records that epoch's flush done (unless the disk failed: then
+ * the near tiers stay unserved until the next flush). */
+static void flush_near(yyc_cache *c, uint64_t epoch) {
+    yyc_memcache_remove_all(c->memory);
+    int rc = yyc_diskcache_remove_all(c->disk);
+    yyc_memcache_remove_all(c->memory);
+    if (rc != YYC_OK) return;
+    uint64_t seen = atomic_load_explicit(&c->flushed_epoch, memory_order_acquire);
+    while (seen < epoch &&
+           !atomic_compare_exchange_weak_explicit(&c->flushed_epoch, &seen, epoch,
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+    }
+}
+
+static void on_remote_event(void *ctx, yyc_remote_event event, const char *key, size_t key_len,
+                            uint64_t epoch) {
+    yyc_cache *c = ctx;
+    if (event == YYC_REMOTE_FLUSH) {
+        flush_near(c, epoch);
+        return;
+    }
+    if (key_len == 0 || memchr(key, 0, key_len)) return; /* not a key this library writes */
+    char small[256];
+    char *k = key_len < sizeof small ? small : malloc(key_len + 1);
+    if (!k) { /* out of memory: forget everything rather than keep a stale copy */
+        flush_near(c, yyc_remote_invalidation_epoch(yyc_cache_remote(c)));
+        return;
+    }
+    memcpy(k, key, key_len);
+    k[key_len] = '\0';
+    drop_near(c, k, key_len);
+    if (k != small) free(k);
+}
+
+static bool near_trusted(yyc_cache *c, uint64_t epoch) {
+    return atomic_load_explicit(&c->flushed_epoch, memory_order_acquire) == epoch;
+}
+
+int yyc_cache_set_remote(yyc_cache *c, yyc_remote *r) {
+    if (!c || !r) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set_remote: NULL argument");
+    if (atomic_load_explicit(&c->remote, memory_order_acquire))
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set_remote: the cache has a remote tier");
+    int rc = yyc_remote_add_listener(r, on_remote_event, c, &c->remote_listener);
+    if (rc != YYC_OK) return rc;
+    /* What the near tiers hold now was never vouched for by an invalidation link. */
+    uint64_t epoch = yyc_remote_invalidation_epoch(r);
+    yyc_memcache_remove_all(c->memory);
+    rc = yyc_diskcache_remove_all(c->disk);
+    yyc_memcache_remove_all(c->memory);
+    if (rc != YYC_OK) {
+        yyc_error saved;
+        yyc_last_error(&saved);
+        yyc_remote_remove_listener(r, c->remote_listener);
+        yyc__error_restore(&saved);
+        return rc;
+    }
+    uint64_t seen = atomic_load_explicit(&c->flushed_epoch, memory_order_acquire);
+    while (seen < epoch &&
+           !atomic_compare_exchange_weak_explicit(&c->flushed_epoch, &seen, epoch,
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+    }
+    yyc__remote_retain(r);
+    yyc_remote *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&c->remote, &expected, r, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        yyc_remote_remove_listener(r, c->remote_listener);
+        yyc_remote_close(r);
+        return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set_remote: the cache has a remote tier");
+    }
+    return YYC_OK;
+}
+
+yyc_remote *yyc_cache_remote(yyc_cache *c) {
+    return c ? atomic_load_explicit(&c->remote, memory_order_acquire) : NULL;
+}
+
+static void remote_detach(yyc_cache *c) {
+    yyc_remote *r = atomic_load_explicit(&c->remote, memory_order_acquire);
+    if (!r) return;
+    yyc_remote_remove_listener(r, c->remote_listener);
+    yyc_remote_close(r);
+}
+
+/* Copies a value read from Redis at `epoch` into the near tiers (see the rules above). */
+static void remote_back_fill(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                             const void *value, size_t len, double ttl, uint64_t generation,
+                             uint64_t epoch) {
+    if (epoch % 2 == 0) return; /* the link is down: nothing would invalidate the copy */
+    int rc = isinf(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
+                        : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
+    if (rc != YYC_OK) return;
+    if (yyc_memcache_generation(c->memory, key, key_len) != generation ||
+        yyc_remote_invalidation_epoch(r) != epoch) {
+        drop_near(c, key, key_len);
+        return;
+    }
+    bytes *b = bytes_new(value, len, yyc__kv_expiry_from_ttl(ttl));
+    if (b) {
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                NULL);
+        bytes_release(NULL, b);
+    }
+    if (yyc_remote_invalidation_epoch(r) != epoch) drop_near(c, key, key_len);
+}
+
+static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                      void **out_value, size_t *out_len) {
+    uint64_t epoch = yyc_remote_invalidation_epoch(r);
+    bool trusted = near_trusted(c, epoch);
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    int hit_rc;
+    if (trusted && memory_get(c, key, key_len, &generation, out_value, out_len, &hit_rc) == YYC_OK)
+        return hit_rc;
+    void *value = NULL;
+    size_t len = 0;
+    if (trusted && yyc_diskcache_get(c->disk, key, &value, &len) == YYC_OK) {
+        atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+        back_fill(c, key, key_len, value, len, generation);
+        *out_value = value;
+        *out_len = len;
+        return YYC_OK;
+    }
+    double ttl = INFINITY;
+    int rc = yyc_remote_get_with_ttl(r, key, &value, &len, &ttl);
+    if (rc != YYC_OK) {
+        /* A miss, a corrupt value or Redis unreachable (reported through its hook): a miss. */
+        atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+        return rc == YYC_ENOMEM ? rc : YYC_NOTFOUND;
+    }
+    atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    if (trusted) remote_back_fill(c, r, key, key_len, value, len, ttl, generation, epoch);
+    *out_value = value;
+    *out_len = len;
+    return YYC_OK;
+}
+
+static int remote_set(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                      const void *value, size_t len, double ttl) {
+    if (len > YYC_REMOTE_MAX_VALUE)
+        return yyc__error(YYC_ETOOBIG, 0, 0, "yyc_cache_set: the value is over the remote limit");
+    /* The memory copy's deadline: the disk entry's (as set_impl). */
+    double disk_ttl = isnan(ttl) ? yyc_diskcache_default_time_to_live(c->disk) : ttl;
+    bytes *b = bytes_new(value, len, yyc__kv_expiry_from_ttl(disk_ttl));
+    if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
+    uint64_t epoch = yyc_remote_invalidation_epoch(r);
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    /* NaN (each tier's default) and INFINITY are no time to live in Redis; 0 is the shortest. */
+    double remote_ttl = isnan(ttl) || isinf(ttl) ? 0 : fmax(ttl, 0.001);
+    bool kept_by_redis = yyc_remote_set(r, key, value, len, remote_ttl) == YYC_OK;
+    int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
+                        : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
+    if (rc != YYC_OK) {
+        bytes_release(NULL, b);
+        yyc_error saved;
+        yyc_last_error(&saved);
+        drop_near(c, key, key_len); /* the disk's previous value is no longer Redis's */
+        return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
+                          saved.message);
+    }
+    atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
+    bool stored = false;
+    if (isnan(ttl))
+        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
+    else
+        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
+                                                &stored);
+    bytes_release(NULL, b);
+    bool vouched = epoch % 2 == 1 && near_trusted(c, epoch);
+    if (!stored || yyc_remote_invalidation_epoch(r) != epoch || (kept_by_redis && !vouched))
+        drop_near(c, key, key_len);
+    return YYC_OK;
+}
+
+static bool remote_contains(yyc_cache *c, yyc_remote *r, const char *key) {
+    if (near_trusted(c, yyc_remote_invalidation_epoch(r)) &&
+        (yyc_memcache_contains(c->memory, key, strlen(key)) ||
+         yyc_diskcache_contains(c->disk, key)))
+        return true;
+    bool found = false;
+    return yyc_remote_contains(r, key, &found) == YYC_OK && found;
+}
+
+/* The disk tier's single-flight load, through Redis: another instance may have stored the
+ * value; else the caller's load runs and its value goes to Redis too. */
+typedef struct remote_load {
+    yyc_remote *remote;
+    yyc_diskcache_load_fn load;
+    void *ctx;
+} remote_load;
+
+static int load_through_remote(void *ctx, const char *key, void **out_value, size_t *out_len) {
+    remote_load *rl = ctx;
+    if (yyc_remote_get(rl->remote, key, out_value, out_len) == YYC_OK) return YYC_OK;
+    int rc = rl->load(rl->ctx, key, out_value, out_len);
+    if (rc == YYC_OK) yyc_remote_set(rl->remote, key, *out_value, *out_len, 0);
+    return rc;
+}
+
+static int remote_get_or_load(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
+                              yyc_diskcache_load_fn load, void *ctx, void **out_value,
+                              size_t *out_len) {
+    int rc = remote_get(c, r, key, key_len, out_value, out_len);
+    if (rc != YYC_NOTFOUND) return rc;
+    atomic_fetch_sub_explicit(&c->misses, 1, memory_order_relaxed); /* counted below instead */
+    uint64_t epoch = yyc_remote_invalidation_epoch(r);
+    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    remote_load rl = {r, load, ctx};
+    /* Counted as the two-level load is: one miss and, when stored, one insertion. */
+    bool missed = false, stored = false;
+    rc = yyc__diskcache_get_or_load(c->disk, key, load_through_remote, &rl, out_value, out_len,
+                                    &missed, &stored);
+    if (rc != YYC_OK || missed) atomic_fetch_add_explicit(&c->misses, 1, memory_order_relaxed);
+    else atomic_fetch_add_explicit(&c->hits, 1, memory_order_relaxed);
+    if (stored) atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
+    if (rc != YYC_OK) return rc;
+    /* The disk holds it now: kept only under the same rules as a back-fill. */
+    if (epoch % 2 == 0 || !near_trusted(c, epoch) ||
+        yyc_memcache_generation(c->memory, key, key_len) != generation ||
+        yyc_remote_invalidation_epoch(r) != epoch) {
+        drop_near(c, key, key_len);
+        return YYC_OK;
+    }
+    back_fill(c, key, key_len, *out_value, *out_len, generation);
+    if (yyc_remote_invalidation_epoch(r) != epoch) drop_near(c, key, key_len);
+    return YYC_OK;
 }

@@ -21,6 +21,9 @@ extension Cache {
         public func containsValue(forKey key: String) async -> Bool
     {
         guard CStrings.isStorableKey(key) else { return false }
+        if let tier = remoteTier {
+            return (try? await RemoteCache.onQueue { self.remoteContains(forKey: key, tier: tier) }) ?? false
+        }
         if memoryCache.containsValue(forKey: key) { return true }
         return await diskCache.containsValue(forKey: key)
     }
@@ -41,6 +44,13 @@ extension Cache {
     {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return nil }
+        if let tier = remoteTier {
+            if tier.isTrusted(tier.remote.invalidationEpoch), let value = memoryCache.value(forKey: key) {
+                counters.hit()
+                return value
+            }
+            return try await RemoteCache.onQueue { try self.remoteValue(forKey: key, tier: tier) }
+        }
         if let value = memoryCache.value(forKey: key) {
             counters.hit()
             return value
@@ -75,6 +85,11 @@ extension Cache {
     /// The async twin of `store(_:forKey:timeToLive:)` (the disk write off the cooperative
     /// pool).
     func store(_ value: Value, forKey key: String, timeToLive: Double?) async throws {
+        if let tier = remoteTier {
+            return try await RemoteCache.onQueue {
+                try self.remoteStore(value, forKey: key, timeToLive: timeToLive, tier: tier)
+            }
+        }
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
@@ -106,6 +121,9 @@ extension Cache {
     public func removeValue(forKey key: String) async throws {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return }
+        if let tier = remoteTier {  // Redis first
+            try await RemoteCache.onQueue { self.removeFromRemote(key, tier: tier) }
+        }
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
             try await diskCache.removeValue(forKey: key)
@@ -121,6 +139,9 @@ extension Cache {
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     public func removeAllValues() async throws {
         try Task.checkCancellation()
+        if let tier = remoteTier {  // Redis first
+            try await RemoteCache.onQueue { self.removeAllFromRemote(tier: tier) }
+        }
         do {
             try await diskCache.removeAllValues()
         } catch {

@@ -61,6 +61,10 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     let flights = BlockingLoadFlights<String, Value>()
     let asyncLoads = AsyncLoadFlights<String, Value>()
 
+    /// The third tier (RemoteCache/Cache+Remote.swift), or `nil`: set once, by the initializer
+    /// that takes a remote, before the cache is shared.
+    nonisolated(unsafe) var remoteTier: CacheRemoteTier<Value>?
+
     /// Opens the cache named `name` in the user's cache directory: `$XDG_CACHE_HOME/<name>`
     /// when `XDG_CACHE_HOME` is an absolute path, else `$HOME/.cache/<name>`, else
     /// `<home directory from the password database>/.cache/<name>`.
@@ -114,6 +118,15 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         memoryCache.costLimit = Self.defaultMemoryCostLimit
     }
 
+    /// A cache on the given tiers (``init(memoryCache:diskCache:remote:)``); its name is the
+    /// disk folder's.
+    init(memoryCache: MemoryCache<String, Value>, diskCache: DiskCache) {
+        self.diskCache = diskCache
+        self.name = CacheDirectory.lastComponent(of: diskCache.path)
+        self.memoryCost = nil
+        self.memoryCache = memoryCache
+    }
+
     /// A quarter of the memory available to the process (`Int.max`, no limit, when unknown).
     static var defaultMemoryCostLimit: Int {
         let available = yyc_available_memory()
@@ -129,6 +142,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func containsValue(forKey key: String) -> Bool {
         guard CStrings.isStorableKey(key) else { return false }
+        if let remoteTier { return remoteContains(forKey: key, tier: remoteTier) }
         return memoryCache.containsValue(forKey: key) || diskCache.containsValue(forKey: key)
     }
 
@@ -142,6 +156,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func value(forKey key: String) throws -> Value? {
         guard CStrings.isStorableKey(key) else { return nil }
+        if let remoteTier { return try remoteValue(forKey: key, tier: remoteTier) }
         if let value = memoryCache.value(forKey: key) {
             counters.hit()
             return value
@@ -180,6 +195,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// Stores `value` on disk, then in memory, with a time to live in seconds for both tiers
     /// (`.infinity`: never), or `nil` for each tier's default.
     func store(_ value: Value, forKey key: String, timeToLive: Double?) throws {
+        if let remoteTier { return try remoteStore(value, forKey: key, timeToLive: timeToLive, tier: remoteTier) }
         guard CStrings.isStorableKey(key) else {
             throw CacheError.invalidArgument("the key is empty or contains NUL")
         }
@@ -210,6 +226,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     @_disfavoredOverload
     public func removeValue(forKey key: String) throws {
         guard CStrings.isStorableKey(key) else { return }
+        if let remoteTier { removeFromRemote(key, tier: remoteTier) }  // Redis first
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
             try diskCache.removeValue(forKey: key)
@@ -225,6 +242,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``CacheError`` from the disk tier.
     @_disfavoredOverload
     public func removeAllValues() throws {
+        if let remoteTier { removeAllFromRemote(tier: remoteTier) }  // Redis first
         defer { memoryCache.removeAllValues() }
         try diskCache.removeAllValues()
     }
