@@ -109,7 +109,8 @@ typedef struct yyc_remote_statistics {
     uint64_t corrupt_values; /* values found with a bad header or checksum */
     uint64_t errors;         /* calls that failed with YYC_EIO */
     uint64_t connects;       /* connections opened (the invalidation thread's not counted) */
-    uint64_t invalidations;  /* keys invalidated by the listener thread */
+    uint64_t invalidations;  /* keys invalidated by the listener thread, counted once every
+                              * listener (a cache's near tiers) has dropped the key */
     uint64_t link_downs;     /* times the invalidation link went down */
     bool invalidation_up;    /* whether the invalidation link is up now */
 } yyc_remote_statistics;

@@ -326,7 +326,7 @@ int yyc_remote_get_statistics(yyc_remote *r, yyc_remote_statistics *out) {
     out->corrupt_values = atomic_load_explicit(&r->corrupt, memory_order_relaxed);
     out->errors = atomic_load_explicit(&r->errors, memory_order_relaxed);
     out->connects = atomic_load_explicit(&r->connects, memory_order_relaxed);
-    out->invalidations = atomic_load_explicit(&r->invalidations, memory_order_relaxed);
+    out->invalidations = atomic_load_explicit(&r->invalidations, memory_order_acquire);
     out->link_downs = atomic_load_explicit(&r->link_downs, memory_order_relaxed);
     out->invalidation_up = atomic_load_explicit(&r->epoch, memory_order_acquire) % 2 == 1;
     return YYC_OK;

@@ -115,8 +115,10 @@ static void handle(yyc_remote *r, redisReply *m, bool *pong) {
         if (k->type != REDIS_REPLY_STRING || (size_t)k->len < r->prefix_len ||
             memcmp(k->str, r->prefix, r->prefix_len) != 0)
             continue;
-        atomic_fetch_add_explicit(&r->invalidations, 1, memory_order_relaxed);
         notify(r, YYC_REMOTE_INVALIDATE, k->str + r->prefix_len, (size_t)k->len - r->prefix_len);
+        /* Counted once the listeners have dropped the key: a caller that sees the count grow
+         * knows the near copies are gone, not about to go. */
+        atomic_fetch_add_explicit(&r->invalidations, 1, memory_order_release);
     }
 }
 
