@@ -334,10 +334,14 @@ static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
  * that has tested it once lets the compiler drop the cases it excluded. */
 static inline void yyc__lru_map_touch_as(yyc__lru_map *m, yyc__lru_node *node, yyc__policy policy) {
     assert(policy == m->policy);
+    if (policy == YYC__POLICY_SIEVE) { /* the cheapest hit first */
+        node->prev_bits |= YYC__SIEVE_VISITED;
+        return;
+    }
     switch (policy) {
+    case YYC__POLICY_SIEVE: break;
     case YYC__POLICY_TINYLFU: yyc__lru_map_tinylfu_hit(m, node); break;
     case YYC__POLICY_LRU: yyc__lru_map_move_to_head(m, node); break;
-    case YYC__POLICY_SIEVE: node->prev_bits |= YYC__SIEVE_VISITED; break;
     case YYC__POLICY_S3FIFO:
         if ((node->prev_bits & YYC__S3_FREQ) != YYC__S3_FREQ) node->prev_bits++;
         break;

@@ -884,7 +884,7 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
         else memcpy(out, slot, c->value_size);
     }
     n->time = clock_now();
-    if (lru) yyc__lru_map_move_to_head(&c->map, n);
+    if (lru) yyc__lru_map_move_to_head(&c->map, n); /* the default policy first */
     else yyc__lru_map_touch_as(&c->map, n, policy);
     if (!inline_mode && v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     unlock(c);
