@@ -691,20 +691,6 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     return n;
 }
 
-void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *n) {
-    assert(m->policy == YYC__POLICY_LRU);
-    if (m->head == n) return;
-    /* n is not the head, so its prev is not NULL. An LRU node has no policy bits. */
-    yyc__lru_node *p = (yyc__lru_node *)n->prev_bits;
-    p->next = n->next;
-    if (n->next) n->next->prev_bits = (uintptr_t)p;
-    else m->tail = p;
-    n->prev_bits = 0;
-    n->next = m->head;
-    m->head->prev_bits = (uintptr_t)n;
-    m->head = n;
-}
-
 void yyc__lru_map_set_cost(yyc__lru_map *m, yyc__lru_node *n, size_t cost) {
     cost_sub(m, n->cost);
     cost_add(m, cost);

@@ -102,6 +102,7 @@
 #ifndef YYCACHE_LRU_MAP_H
 #define YYCACHE_LRU_MAP_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -299,8 +300,21 @@ yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_
 yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, size_t key_len,
                                            bool *inserted);
 
-/* Makes node the most recently used (a no-op if it is already the head). LRU maps only. */
-void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *node);
+/* Makes node the most recently used (a no-op if it is already the head). LRU maps only.
+ * Inline: it is most of an LRU hit's own work (a call added a tenth to it). */
+static inline void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *n) {
+    assert(m->policy == YYC__POLICY_LRU);
+    if (m->head == n) return;
+    /* n is not the head, so its prev is not NULL. An LRU node has no policy bits. */
+    yyc__lru_node *p = (yyc__lru_node *)n->prev_bits;
+    p->next = n->next;
+    if (n->next) n->next->prev_bits = (uintptr_t)p;
+    else m->tail = p;
+    n->prev_bits = 0;
+    n->next = m->head;
+    m->head->prev_bits = (uintptr_t)n;
+    m->head = n;
+}
 
 /* Sets the eviction policy. Only while the map is empty (asserted); forgets the ghost queue. */
 void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy);
@@ -311,11 +325,23 @@ void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *node);
 /* Records a hit on node by the policy: LRU moves it to the head, SIEVE sets its visited bit,
  * S3-FIFO adds 1 to its frequency (at most 3), TinyLFU counts it and moves it in its segment.
  * Lookups that must not count (contains) do not call it. */
+static inline void yyc__lru_map_touch_as(yyc__lru_map *m, yyc__lru_node *node, yyc__policy policy);
 static inline void yyc__lru_map_touch(yyc__lru_map *m, yyc__lru_node *node) {
-    switch (m->policy) {
+    yyc__lru_map_touch_as(m, node, m->policy);
+}
+
+/* yyc__lru_map_touch with the map's policy already loaded (policy == m->policy): a caller
+ * that has tested it once lets the compiler drop the cases it excluded. */
+static inline void yyc__lru_map_touch_as(yyc__lru_map *m, yyc__lru_node *node, yyc__policy policy) {
+    assert(policy == m->policy);
+    if (policy == YYC__POLICY_SIEVE) { /* the cheapest hit first */
+        node->prev_bits |= YYC__SIEVE_VISITED;
+        return;
+    }
+    switch (policy) {
+    case YYC__POLICY_SIEVE: break;
     case YYC__POLICY_TINYLFU: yyc__lru_map_tinylfu_hit(m, node); break;
     case YYC__POLICY_LRU: yyc__lru_map_move_to_head(m, node); break;
-    case YYC__POLICY_SIEVE: node->prev_bits |= YYC__SIEVE_VISITED; break;
     case YYC__POLICY_S3FIFO:
         if ((node->prev_bits & YYC__S3_FREQ) != YYC__S3_FREQ) node->prev_bits++;
         break;

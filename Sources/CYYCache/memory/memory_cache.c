@@ -868,8 +868,11 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
      * not be a pointer at all) and of the neighbours (relinked by the move) together: on a large
      * cache each is a likely cache miss, and this way they overlap. */
     if (!inline_mode && v && c->cb.retain) __builtin_prefetch(v, 1);
-    if (c->map.policy == YYC__POLICY_LRU) { /* only LRU relinks on a hit */
-        if (yyc__lru_node_prev(n)) __builtin_prefetch(yyc__lru_node_prev(n), 1);
+    /* One policy test on the hit path: only LRU relinks (and prefetches the neighbours). */
+    const yyc__policy policy = c->map.policy;
+    const bool lru = policy == YYC__POLICY_LRU;
+    if (lru) { /* an LRU node has no policy bits in prev_bits */
+        if (n->prev_bits) __builtin_prefetch((void *)n->prev_bits, 1);
         if (n->next) __builtin_prefetch(n->next, 1);
     }
     /* Copied or retained under the lock: a concurrent set cannot destroy or release the value
@@ -881,7 +884,8 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
         else memcpy(out, slot, c->value_size);
     }
     n->time = clock_now();
-    yyc__lru_map_touch(&c->map, n);
+    if (lru) yyc__lru_map_move_to_head(&c->map, n); /* the default policy first */
+    else yyc__lru_map_touch_as(&c->map, n, policy);
     if (!inline_mode && v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     unlock(c);
     if (!inline_mode) *(void **)out = v;
