@@ -130,56 +130,44 @@ static int trim_free_space_locked(yyc_diskcache *dc, int64_t target) {
     return trim_cost_locked(dc, keep); /* (the goal fixed now, as YYDiskCache did) */
 }
 
-int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
+/* The public trims: what every one does around its own trim (the queue committed first, expired
+ * entries removed, the removals watched with the trim's cause), in one place. */
+typedef enum public_trim { BY_COUNT, BY_COST, BY_AGE, BY_FREE_SPACE } public_trim;
+
+static int run_public_trim(yyc_diskcache *dc, public_trim kind, int64_t limit, double seconds) {
     if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
     int rc = yyc__dc_lock_open(dc);
     if (rc != YYC_OK) return rc;
     yyc__dc_deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
     rc = yyc__dc_remove_expired_locked(dc);
     yyc__dc_watch_locked(dc);
-    if (rc == YYC_OK) rc = trim_count_locked(dc, count);
-    yyc__dc_unwatch_locked(dc, YYC_REMOVED_EVICTED);
+    if (rc == YYC_OK) {
+        switch (kind) {
+        case BY_COUNT: rc = trim_count_locked(dc, limit); break;
+        case BY_COST: rc = trim_cost_locked(dc, limit); break;
+        case BY_AGE: rc = trim_age_locked(dc, seconds); break;
+        case BY_FREE_SPACE: rc = trim_free_space_locked(dc, limit); break;
+        }
+    }
+    yyc__dc_unwatch_locked(dc, kind == BY_AGE ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED);
     yyc__dc_unlock_and_deliver(dc);
     return rc;
+}
+
+int yyc_diskcache_trim_to_count(yyc_diskcache *dc, int64_t count) {
+    return run_public_trim(dc, BY_COUNT, count, 0);
 }
 
 int yyc_diskcache_trim_to_cost(yyc_diskcache *dc, int64_t cost) {
-    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
-    int rc = yyc__dc_lock_open(dc);
-    if (rc != YYC_OK) return rc;
-    yyc__dc_deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = yyc__dc_remove_expired_locked(dc);
-    yyc__dc_watch_locked(dc);
-    if (rc == YYC_OK) rc = trim_cost_locked(dc, cost);
-    yyc__dc_unwatch_locked(dc, YYC_REMOVED_EVICTED);
-    yyc__dc_unlock_and_deliver(dc);
-    return rc;
+    return run_public_trim(dc, BY_COST, cost, 0);
 }
 
 int yyc_diskcache_trim_to_age(yyc_diskcache *dc, double seconds) {
-    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
-    int rc = yyc__dc_lock_open(dc);
-    if (rc != YYC_OK) return rc;
-    yyc__dc_deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = yyc__dc_remove_expired_locked(dc);
-    yyc__dc_watch_locked(dc);
-    if (rc == YYC_OK) rc = trim_age_locked(dc, seconds);
-    yyc__dc_unwatch_locked(dc, YYC_REMOVED_EXPIRED);
-    yyc__dc_unlock_and_deliver(dc);
-    return rc;
+    return run_public_trim(dc, BY_AGE, 0, seconds);
 }
 
 int yyc_diskcache_trim_to_free_space(yyc_diskcache *dc, int64_t bytes) {
-    if (YYC__MISUSE(dc == NULL)) return yyc__error(YYC_EINVAL, 0, 0, "disk cache is NULL");
-    int rc = yyc__dc_lock_open(dc);
-    if (rc != YYC_OK) return rc;
-    yyc__dc_deferred_commit_locked(dc); /* (a failed commit does not stop the trim) */
-    rc = yyc__dc_remove_expired_locked(dc);
-    yyc__dc_watch_locked(dc);
-    if (rc == YYC_OK) rc = trim_free_space_locked(dc, bytes);
-    yyc__dc_unwatch_locked(dc, YYC_REMOVED_EVICTED);
-    yyc__dc_unlock_and_deliver(dc);
-    return rc;
+    return run_public_trim(dc, BY_FREE_SPACE, bytes, 0);
 }
 
 /* The auto-trim timer (worker thread): cost, count, age, free space, as YYDiskCache does. */
