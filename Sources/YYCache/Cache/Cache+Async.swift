@@ -96,14 +96,7 @@ extension Cache {
         let data = try diskCache.encode(value)
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            let disk = diskCache
-            try await disk.onDiskQueue {
-                if let timeToLive {
-                    try disk.store(data, forKey: key, extendedData: nil, timeToLive: timeToLive)
-                } else {
-                    try disk.setData(data, forKey: key)
-                }
-            }
+            try await diskCache.onDiskQueue { try self.writeToDisk(data, forKey: key, timeToLive: timeToLive) }
         } catch {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error

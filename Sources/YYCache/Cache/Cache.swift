@@ -192,6 +192,16 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         try store(value, forKey: key, timeToLive: nil)
     }
 
+    /// Writes encoded data to the disk tier with a time to live in seconds (`nil`: the disk's
+    /// default). Blocking; the async store runs it on the disk queue.
+    func writeToDisk(_ data: Data, forKey key: String, timeToLive: Double?) throws {
+        if let timeToLive {
+            try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: timeToLive)
+        } else {
+            try diskCache.setData(data, forKey: key)
+        }
+    }
+
     /// Stores `value` on disk, then in memory, with a time to live in seconds for both tiers
     /// (`.infinity`: never), or `nil` for each tier's default.
     func store(_ value: Value, forKey key: String, timeToLive: Double?) throws {
@@ -202,11 +212,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         let data = try diskCache.encode(value)
         let generation = memoryCache.writeGeneration(forKey: key)
         do {
-            if let timeToLive {
-                try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: timeToLive)
-            } else {
-                try diskCache.setData(data, forKey: key)
-            }
+            try writeToDisk(data, forKey: key, timeToLive: timeToLive)
         } catch {
             memoryCache.removeValue(forKey: key, ifGeneration: generation)
             throw error
