@@ -160,6 +160,39 @@ static void a_load_goes_to_redis_and_another_instance_reads_it_without_loading(v
     test_redis_stop(&s);
 }
 
+/* A loader during whose run the same process sets the key: the set is newer. */
+static int load_after_a_set(void *ctx, const char *key, void **out, size_t *len) {
+    set_text(ctx, key, "set");
+    *out = strdup("loaded");
+    *len = 6;
+    return YYC_OK;
+}
+
+static void a_loaded_value_never_replaces_in_redis_a_set_made_after_the_miss(void **state) {
+    (void)state;
+    REDIS_OR_SKIP();
+    test_redis s;
+    test_redis_start(&s, NULL);
+    instance a, b;
+    open_instance(&a, s.url, "loadset");
+    open_instance(&b, s.url, "loadset");
+    void *v = NULL;
+    size_t n = 0;
+    assert_int_equal(yyc_cache_get_or_load(a.cache, "k", load_after_a_set, a.cache, &v, &n),
+                     YYC_OK);
+    yyc_free(v);
+    /* Redis, and so every other instance, keeps the set's value. */
+    assert_int_equal(yyc_remote_get(a.remote, "k", &v, &n), YYC_OK);
+    assert_int_equal(n, 3);
+    assert_memory_equal(v, "set", 3);
+    yyc_free(v);
+    char buf[64];
+    assert_string_equal(get_text(b.cache, "k", buf, sizeof buf), "set");
+    close_instance(&a);
+    close_instance(&b);
+    test_redis_stop(&s);
+}
+
 static void another_instances_set_and_remove_reach_the_near_tiers(void **state) {
     (void)state;
     REDIS_OR_SKIP();
@@ -409,6 +442,7 @@ static void two_processes_never_read_a_value_older_than_the_staleness_bound(void
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_redis_hit_fills_the_near_tiers_and_writes_go_to_every_tier),
     cmocka_unit_test(a_load_goes_to_redis_and_another_instance_reads_it_without_loading),
+    cmocka_unit_test(a_loaded_value_never_replaces_in_redis_a_set_made_after_the_miss),
     cmocka_unit_test(another_instances_set_and_remove_reach_the_near_tiers),
     cmocka_unit_test(near_entries_from_redis_are_not_served_while_the_link_is_down),
     cmocka_unit_test(a_full_or_dead_redis_is_reported_and_the_near_tiers_go_on),

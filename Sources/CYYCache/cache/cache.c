@@ -590,7 +590,8 @@ static int load_through_remote(void *ctx, const char *key, void **out_value, siz
     remote_load *rl = ctx;
     if (yyc_remote_get(rl->remote, key, out_value, out_len) == YYC_OK) return YYC_OK;
     int rc = rl->load(rl->ctx, key, out_value, out_len);
-    if (rc == YYC_OK) yyc_remote_set(rl->remote, key, *out_value, *out_len, 0);
+    /* Not over a write of the key made since the miss (by this process or another): newer. */
+    if (rc == YYC_OK) yyc__remote_set_if_absent(rl->remote, key, *out_value, *out_len, 0);
     return rc;
 }
 

@@ -162,8 +162,9 @@ int yyc_remote_get(yyc_remote *r, const char *key, void **value, size_t *len) {
     return yyc_remote_get_with_ttl(r, key, value, len, NULL);
 }
 
-int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len,
-                   double ttl_seconds) {
+/* SET, or SET NX when if_absent (a key that has a value keeps it; still YYC_OK). */
+static int set_impl(yyc_remote *r, const char *key, const void *value, size_t len,
+                    double ttl_seconds, bool if_absent) {
     if (!r || bad_key(key)) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_set: NULL or empty");
     if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_set: NULL value");
     if (isnan(ttl_seconds) || ttl_seconds < 0)
@@ -184,9 +185,13 @@ int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len
         if (m > 9.0e15) m = 9.0e15;
         ms_len = snprintf(ms, sizeof ms, "%.0f", m);
     }
-    const char *argv[5] = {"SET", k.str, stored, "PX", ms};
-    size_t lens[5] = {3, k.len, stored_len, 2, (size_t)ms_len};
-    const int argc = ms_len ? 5 : 3;
+    const char *argv[6] = {"SET", k.str, stored, "NX", "PX", ms};
+    size_t lens[6] = {3, k.len, stored_len, 2, 2, (size_t)ms_len};
+    if (!if_absent) { /* no NX: PX and its value move up one */
+        argv[3] = "PX", lens[3] = 2;
+        argv[4] = ms, lens[4] = (size_t)ms_len;
+    }
+    const int argc = 3 + (if_absent ? 1 : 0) + (ms_len ? 2 : 0);
     const char **const argvs[1] = {argv};
     const size_t *const lenss[1] = {lens};
     redisReply *reply = NULL;
@@ -198,6 +203,16 @@ int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len
         freeReplyObject(reply);
     }
     return rc == YYC_OK ? YYC_OK : failed(r);
+}
+
+int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len,
+                   double ttl_seconds) {
+    return set_impl(r, key, value, len, ttl_seconds, false);
+}
+
+int yyc__remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
+                              double ttl_seconds) {
+    return set_impl(r, key, value, len, ttl_seconds, true);
 }
 
 /* One command on a key whose reply is an integer (DEL, EXISTS). */

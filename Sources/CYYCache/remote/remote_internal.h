@@ -27,6 +27,12 @@ typedef struct yyc__remote_url {
 
 /* Returns YYC_OK, YYC_EINVAL (with a message naming what is wrong; the password never appears
  * in it), YYC_ENOMEM. On error *out is all NULL/0. */
+/* yyc_remote_set that stores only when the key has no value in Redis (SET NX): a loaded value
+ * never replaces a write made since the miss. Returns: as yyc_remote_set (YYC_OK also when the
+ * key kept its value). */
+int yyc__remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
+                              double ttl_seconds);
+
 int yyc__remote_url_parse(const char *url, yyc__remote_url *out);
 void yyc__remote_url_free(yyc__remote_url *u);
 
