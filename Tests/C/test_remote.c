@@ -7,6 +7,7 @@
 
 #include "remote/remote_internal.h"
 
+#include <dirent.h>
 #include <math.h>
 
 typedef struct hook_log {
@@ -334,6 +335,69 @@ static void an_unreachable_server_fails_the_open_with_eio(void **state) {
     assert_null(r);
 }
 
+/* Threads of this process now (/proc/self/task). */
+static int thread_count(void) {
+    DIR *d = opendir("/proc/self/task");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+}
+
+typedef struct closing_listener {
+    yyc_remote *r;
+    int closed;
+} closing_listener;
+
+static void close_on_first_invalidation(void *ctx, yyc_remote_event event, const char *key,
+                                        size_t key_len, uint64_t epoch) {
+    (void)key, (void)key_len, (void)epoch;
+    closing_listener *c = ctx;
+    if (event != YYC_REMOTE_INVALIDATE || __atomic_load_n(&c->closed, __ATOMIC_SEQ_CST)) return;
+    yyc_remote_close(c->r);
+    __atomic_store_n(&c->closed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void unhook_and_close(void *ctx, const yyc_error *e) {
+    (void)e;
+    closing_listener *c = ctx;
+    if (__atomic_load_n(&c->closed, __ATOMIC_SEQ_CST)) return;
+    yyc_remote_set_error_hook(c->r, NULL, NULL); /* must not wait for this very call */
+    yyc_remote_close(c->r);
+    __atomic_store_n(&c->closed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread(
+    void **state) {
+    (void)state;
+    REDIS_OR_SKIP();
+    test_redis s;
+    test_redis_start(&s, NULL);
+    yyc_remote *writer = open_remote(&s, "app");
+    int before = thread_count();
+    /* A listener closes the last reference when the writer's set is invalidated. */
+    closing_listener c = {open_remote(&s, "app"), 0};
+    uint64_t id;
+    assert_int_equal(yyc_remote_add_listener(c.r, close_on_first_invalidation, &c, &id), YYC_OK);
+    assert_int_equal(yyc_remote_set(writer, "k", "v", 1, 0), YYC_OK);
+    assert_true(WAIT_UNTIL(__atomic_load_n(&c.closed, __ATOMIC_SEQ_CST), 10));
+    /* The thread finished the close and exited (it did not try to join itself). */
+    assert_true(WAIT_UNTIL(thread_count() == before, 10));
+    /* The error hook does the same when the link goes down: it also unhooks itself first. */
+    closing_listener h = {open_remote(&s, "app"), 0};
+    yyc_remote_set_error_hook(h.r, unhook_and_close, &h);
+    REDIS_ADMIN(&s, "ACL", "SETUSER", "default", "resetchannels");
+    assert_true(WAIT_UNTIL(__atomic_load_n(&h.closed, __ATOMIC_SEQ_CST), 10));
+    assert_true(WAIT_UNTIL(thread_count() == before, 10));
+    /* The writer, whose link also went down, still works. */
+    assert_int_equal(yyc_remote_set(writer, "k", "w", 1, 0), YYC_OK);
+    expect_remote_value(writer, "k", "w", 1);
+    yyc_remote_close(writer);
+    test_redis_stop(&s);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(urls_are_parsed_and_bad_ones_refused),
     cmocka_unit_test(get_set_remove_and_contains_round_trip),
@@ -344,6 +408,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_value_over_the_limit_is_refused_and_nothing_is_written),
     cmocka_unit_test(a_wrong_password_or_acl_user_is_refused_and_the_right_ones_work),
     cmocka_unit_test(an_unreachable_server_fails_the_open_with_eio),
+    cmocka_unit_test(the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread),
 };
 
 YYC_TEST_MAIN(tests)

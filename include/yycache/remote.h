@@ -99,7 +99,10 @@ YYC_API int yyc_remote_contains(yyc_remote *r, const char *key, bool *out);
 YYC_API int yyc_remote_remove_all(yyc_remote *r);
 
 /* Drops the caller's reference. The last one (a yyc_cache keeps its own) stops the
- * invalidation thread and closes every connection. NULL is fine. */
+ * invalidation thread and closes every connection. NULL is fine. A listener or the error hook
+ * may drop the last reference, also on the invalidation thread: the thread then finishes the
+ * close itself when the call returns (it never waits for itself). No call of r may be running
+ * on another thread when the last reference goes. */
 YYC_API void yyc_remote_close(yyc_remote *r);
 
 /* The counters of one yyc_remote, relaxed atomics (exact, no lock). */

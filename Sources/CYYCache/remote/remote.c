@@ -17,7 +17,11 @@ void yyc__remote_report(yyc_remote *r, const yyc_error *e) {
     yyc__remote_lock(r);
     yyc_error_hook hook = r->hook;
     void *ctx = r->hook_ctx;
-    if (hook) r->hook_calls++;
+    /* The invalidation thread's call is counted apart: a hook that replaces the hook (or drops
+     * the last reference) from that thread must not wait for itself. */
+    bool on_thread = r->thread_started && pthread_equal(pthread_self(), r->thread);
+    int *calls = on_thread ? &r->thread_hook_calls : &r->hook_calls;
+    if (hook) ++*calls;
     yyc__remote_unlock(r);
     if (!hook) return;
     yyc_error saved;
@@ -25,7 +29,7 @@ void yyc__remote_report(yyc_remote *r, const yyc_error *e) {
     hook(ctx, e);
     yyc__error_restore(&saved);
     yyc__remote_lock(r);
-    r->hook_calls--;
+    --*calls;
     pthread_cond_broadcast(&r->calls_cond);
     yyc__remote_unlock(r);
 }
@@ -352,7 +356,9 @@ void yyc_remote_set_error_hook(yyc_remote *r, yyc_error_hook hook, void *ctx) {
     yyc__remote_lock(r);
     r->hook = hook;
     r->hook_ctx = ctx;
-    while (r->hook_calls > 0) pthread_cond_wait(&r->calls_cond, &r->lock);
+    bool on_thread = r->thread_started && pthread_equal(pthread_self(), r->thread);
+    while (r->hook_calls > 0 || (!on_thread && r->thread_hook_calls > 0))
+        pthread_cond_wait(&r->calls_cond, &r->lock);
     yyc__remote_unlock(r);
 }
 
@@ -360,8 +366,7 @@ void yyc__remote_retain(yyc_remote *r) {
     atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
 }
 
-static void destroy(yyc_remote *r) {
-    yyc__remote_listener_stop(r);
+void yyc__remote_free(yyc_remote *r) {
     yyc__remote_pool_close(r);
     assert(r->open_count == 0);
     pthread_cond_destroy(&r->pool_cond);
@@ -371,6 +376,10 @@ static void destroy(yyc_remote *r) {
     free(r->prefix);
     free(r->listeners);
     free(r);
+}
+
+static void destroy(yyc_remote *r) {
+    if (yyc__remote_listener_stop(r)) yyc__remote_free(r);
 }
 
 void yyc_remote_close(yyc_remote *r) {

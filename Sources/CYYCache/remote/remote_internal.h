@@ -95,7 +95,8 @@ struct yyc_remote {
     double backoff_until; /* no connect before this monotonic time */
     yyc_error_hook hook;
     void *hook_ctx;
-    int hook_calls; /* hook calls running (a replaced hook waits for them) */
+    int hook_calls;        /* hook calls running (a replaced hook waits for them) */
+    int thread_hook_calls; /* the same, on the invalidation thread (0 or 1) */
     pthread_cond_t calls_cond;
 
     /* The listeners and the thread (remote_listener.c). */
@@ -105,6 +106,9 @@ struct yyc_remote {
     int listener_calls;
     pthread_t thread;
     bool thread_started, stopping, link_tried;
+    /* The last reference went on the thread itself (a listener or the hook closed r): the
+     * thread, detached, finishes the close when its loop ends (it cannot join itself). */
+    bool destroy_on_exit;
     int wake[2]; /* pipe: the thread's poll wakes on a write to wake[1] */
 
     atomic_uint_fast64_t epoch;
@@ -137,8 +141,13 @@ void yyc__remote_report(yyc_remote *r, const yyc_error *e);
 
 /* Starts the thread and waits for its first connection attempt (within deadline). */
 int yyc__remote_listener_start(yyc_remote *r, double deadline);
-/* Stops and joins it. */
-void yyc__remote_listener_stop(yyc_remote *r);
+/* Stops and joins it. Called on the thread itself (the last reference dropped by a listener
+ * or the hook), it asks the thread to stop and returns false: the thread then calls
+ * yyc__remote_free when its loop ends. Otherwise returns true (joined, or never started). */
+bool yyc__remote_listener_stop(yyc_remote *r);
+
+/* Frees what is left of r once the thread is gone (the last step of yyc_remote_close). */
+void yyc__remote_free(yyc_remote *r);
 
 /* Retains a reference (yyc_cache keeps one). */
 void yyc__remote_retain(yyc_remote *r);

@@ -222,6 +222,14 @@ static void *listener_main(void *arg) {
         yyc__remote_unlock(r);
         if (stop) break;
     }
+    yyc__remote_lock(r);
+    bool destroy = r->destroy_on_exit;
+    yyc__remote_unlock(r);
+    if (destroy) {
+        close(r->wake[0]);
+        close(r->wake[1]);
+        yyc__remote_free(r);
+    }
     return NULL;
 }
 
@@ -254,17 +262,26 @@ int yyc__remote_listener_start(yyc_remote *r, double deadline) {
     return YYC_OK;
 }
 
-void yyc__remote_listener_stop(yyc_remote *r) {
-    if (!r->thread_started) return;
+bool yyc__remote_listener_stop(yyc_remote *r) {
+    if (!r->thread_started) return true;
+    bool on_thread = pthread_equal(pthread_self(), r->thread);
     yyc__remote_lock(r);
     r->stopping = true;
+    r->destroy_on_exit = on_thread;
     yyc__remote_unlock(r);
+    if (on_thread) {
+        pthread_detach(r->thread);
+        ssize_t w = write(r->wake[1], "x", 1); /* serve() returns at its next poll */
+        (void)w;
+        return false;
+    }
     ssize_t w = write(r->wake[1], "x", 1);
     (void)w;
     pthread_join(r->thread, NULL);
     r->thread_started = false;
     close(r->wake[0]);
     close(r->wake[1]);
+    return true;
 }
 
 int yyc_remote_add_listener(yyc_remote *r, yyc_remote_listener_fn fn, void *ctx, uint64_t *out_id) {
