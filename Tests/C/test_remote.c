@@ -369,8 +369,8 @@ static void unhook_and_close(void *ctx, const yyc_error *e) {
     __atomic_store_n(&c->closed, 1, __ATOMIC_SEQ_CST);
 }
 
-static void the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread(
-    void **state) {
+static void
+the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread(void **state) {
     (void)state;
     REDIS_OR_SKIP();
     test_redis s;
@@ -408,7 +408,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_value_over_the_limit_is_refused_and_nothing_is_written),
     cmocka_unit_test(a_wrong_password_or_acl_user_is_refused_and_the_right_ones_work),
     cmocka_unit_test(an_unreachable_server_fails_the_open_with_eio),
-    cmocka_unit_test(the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread),
+    cmocka_unit_test(
+        the_last_reference_may_go_in_a_listener_or_the_hook_on_the_invalidation_thread),
 };
 
 YYC_TEST_MAIN(tests)
