@@ -19,7 +19,7 @@
 #define YYCACHE_KV_INTERNAL_H
 
 /* sqlite3.h declares the preupdate hook only with this macro. The functions are referenced
- * weakly below and used only when the linked SQLite has them (old_row_hook_available). */
+ * weakly below and used only when the linked SQLite has them (yyc__kv_row_hooks_available). */
 #ifndef SQLITE_ENABLE_PREUPDATE_HOOK
 #define SQLITE_ENABLE_PREUPDATE_HOOK 1
 #endif
@@ -145,16 +145,24 @@
 
 /* --- the object --- */
 
+/* Where this connection's transaction stands for the row hooks (kv_transactions.c).
+ * Invariant: mark_set only inside a transaction (cleared at its settle or rollback). */
+typedef struct yyc__kv_txn {
+    bool commit_seen; /* the commit hook ran and no rollback followed (yet) */
+    bool mark_set;    /* a group-commit savepoint is open (yyc__kv_rows_mark) */
+} yyc__kv_txn;
+
 /* The keys of the manifest rows deleted by this connection while the watch is on (SQLite's
- * preupdate hook), kept once their transaction committed (commit and rollback hooks).
- * Invariants: committed <= n <= cap; at_commit <= n while commit_seen. */
+ * preupdate hook), kept once their transaction committed (kv_transactions.c).
+ * Invariants: committed <= at_commit <= n <= cap after a commit hook; mark <= n while a
+ * savepoint is open. */
 typedef struct yyc__kv_removal_watch {
     bool on;
     char **keys; /* NUL-terminated copies, n of them */
     size_t n, cap;
     size_t committed; /* keys[0..committed) belong to committed transactions */
-    size_t at_commit; /* n when the commit hook last ran (commit_seen) */
-    bool commit_seen; /* a commit started and no rollback followed it (yet) */
+    size_t at_commit; /* n when the commit hook last ran */
+    size_t mark;      /* n at the open savepoint */
     bool lost;        /* a key could not be copied (out of memory) */
 } yyc__kv_removal_watch;
 
@@ -163,7 +171,7 @@ typedef struct yyc__kv_removal_watch {
  * SQLite's data version of the file shows no other connection's commit since.
  * Invariants: while known, count >= 0 and 0 <= cost < INT64_MAX; commits and done_* are the
  * committed transactions not yet folded in, txn_* the transaction in progress; the mark_* are
- * txn_* at the open savepoint (mark_set); without the row hooks (!on) nothing is known or
+ * txn_* at the open savepoint (kv->txn.mark_set); without the row hooks (!on) nothing is known or
  * carried. Checked by asserts around every read (kv_totals.c, totals_ok). */
 typedef struct yyc__kv_totals {
     bool on;          /* the connection has the row hooks and the size column: carried */
@@ -174,9 +182,7 @@ typedef struct yyc__kv_totals {
     int64_t done_count, done_cost;
     bool done_lost; /* a committed change could not be counted */
     int64_t txn_count, txn_cost;
-    bool txn_lost;    /* a change of the transaction in progress could not be counted */
-    bool commit_seen; /* the commit hook ran and no rollback followed (yet) */
-    bool mark_set;
+    bool txn_lost; /* a change of the transaction in progress could not be counted */
     int64_t mark_count, mark_cost;
     bool mark_lost;
     uint64_t scans; /* times the totals were summed (tests and benchmarks read it) */
@@ -190,7 +196,7 @@ typedef struct yyc__kv_totals {
  * Who guards what: every field belongs to the caller's thread (the caller serialises calls on
  * one yyc_kv; disk_cache.c's mutex does) and nothing else reads or writes it: the sweeps run on
  * the worker thread with descriptors, a path and a connection of their own (kv_sweep.c), and the
- * row hooks (kv_manifest.c) run inside sqlite3_step on the caller's thread. On top of that
+ * row hooks (kv_transactions.c) run inside sqlite3_step on the caller's thread. On top of that
  * the folder flock (held while lock_depth > 0; kv_folder.c) guards what other processes share:
  * data_checked is true only under it, data/ (the folder data_fd names) is replaced only under it,
  * and every change of a row together with its file happens under it. Below, [caller] marks a
@@ -273,7 +279,8 @@ struct yyc_kv {
     bool replaced_row;         /* the hook saw the key's previous row deleted (a replacement) */
     /* [caller] The keys of the rows deleted while a removal watch is on (kv_removals.c). */
     yyc__kv_removal_watch watch;
-    size_t watch_mark; /* [caller] watch.n at the open savepoint (yyc__kv_rows_mark) */
+    /* [caller] The transaction the row hooks follow (kv_transactions.c). */
+    yyc__kv_txn txn;
     /* [caller] The count and total cost (kv_totals.c). */
     yyc__kv_totals totals;
     /* [caller] */
@@ -323,19 +330,35 @@ typedef struct yyc__kv_batch {
     size_t cap;
 } yyc__kv_batch;
 
-/* --- the row hooks (kv_manifest.c installs them for the connection's life) --- */
+/* --- kv_transactions.c: the row hooks and when a change is committed --- */
 
-/* What each concern does with a row change this connection makes (SQLite's preupdate hook,
- * inside sqlite3_step; they call nothing but sqlite3_preupdate_* and sqlite3_value_*), a
- * commit (the commit hook: the commit may still fail) and a rollback (the rollback hook, also
- * after a commit that failed). */
+/* Whether the linked SQLite has the preupdate hook (weak references: NULL when absent). */
+bool yyc__kv_row_hooks_available(void);
+/* Installs the hooks on db (the connection being opened; nothing without them). */
+void yyc__kv_install_row_hooks(yyc_kv *kv, sqlite3 *db);
+/* Forgets where the transaction stood (the connection closed). */
+void yyc__kv_txn_reset(yyc_kv *kv);
+/* The caller knows the transaction whose commit was seen has ended (it is in a later one, or
+ * outside any): the concerns keep that transaction's changes as committed. */
+void yyc__kv_txn_settle(yyc_kv *kv);
+
+/* What each concern does, told by kv_transactions.c: a row change this connection makes
+ * (SQLite's preupdate hook, inside sqlite3_step; they call nothing but sqlite3_preupdate_* and
+ * sqlite3_value_*), a commit hook (the commit may still fail), a commit known to have
+ * succeeded (committed), a rollback (also after a commit that failed), a savepoint mark and a
+ * rewind to it. */
 void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op);
-void yyc__kv_totals_committing(yyc_kv *kv);
+void yyc__kv_totals_committed(yyc_kv *kv);
 void yyc__kv_totals_rolled_back(yyc_kv *kv);
+void yyc__kv_totals_mark(yyc_kv *kv);
+void yyc__kv_totals_rewind(yyc_kv *kv);
 void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db);   /* kv_storage.c, while hook_key */
 void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db); /* kv_removals.c, while watch.on */
 void yyc__kv_watch_committing(yyc_kv *kv);
+void yyc__kv_watch_committed(yyc_kv *kv);
 void yyc__kv_watch_rolled_back(yyc_kv *kv);
+void yyc__kv_watch_mark(yyc_kv *kv);
+void yyc__kv_watch_rewind(yyc_kv *kv);
 /* Savepoints of the group commit: mark after a SAVEPOINT, rewind after its ROLLBACK TO (the
  * changes since the mark were undone; no hook tells), unmark after its RELEASE. */
 void yyc__kv_rows_mark(yyc_kv *kv);
@@ -361,12 +384,6 @@ int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost);
 /* A reported SQLite failure: a change of the transaction in progress may have been undone by
  * the failing statement alone (no hook tells), so the transaction's changes count as unknown. */
 void yyc__kv_totals_statement_failed(yyc_kv *kv);
-/* The totals' and the watch's parts of yyc__kv_rows_mark / _rewind / _unmark. */
-void yyc__kv_totals_mark(yyc_kv *kv);
-void yyc__kv_totals_rewind(yyc_kv *kv);
-void yyc__kv_totals_unmark(yyc_kv *kv);
-void yyc__kv_watch_mark(yyc_kv *kv);
-void yyc__kv_watch_rewind(yyc_kv *kv);
 
 /* --- kv_read_hold.c: one read transaction across consecutive reads --- */
 

@@ -128,6 +128,7 @@ int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what) {
 void yyc__kv_db_close(yyc_kv *kv) {
     if (!kv->db) return;
     yyc__kv_totals_reset(kv, false);
+    yyc__kv_txn_reset(kv);
     yyc__kv_read_hold_detach(kv);
     yyc__kv_checkpoints_stop(kv);
     yyc__stmt_cache_clear(&kv->stmts);
@@ -154,72 +155,6 @@ static bool ensure_crc_column(sqlite3 *db, const char *check_sql, const char *ad
     sqlite3_finalize(s);
     return rc == SQLITE_OK;
 }
-
-/* Whether the linked SQLite has the preupdate hook (weak references: NULL when absent). */
-static bool old_row_hook_available(void) {
-    return sqlite3_preupdate_hook != NULL && sqlite3_preupdate_old != NULL &&
-           sqlite3_preupdate_new != NULL && sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
-}
-
-/* --- the row hooks: SQLite's preupdate, commit and rollback hooks, installed for the whole
- * life of the connection; each concern gets its part (kv_internal.h "the row hooks"): the
- * totals every change, a save its key's old row (hook_key), the removal watch its deletions
- * (watch.on). --- */
-
-static void on_row_change(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
-                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
-    yyc_kv *kv = ctx;
-    (void)old_rowid;
-    (void)new_rowid;
-    if (strcmp(db_name, "main") != 0 || strcmp(table, "manifest") != 0) return;
-    yyc__kv_totals_row_changed(kv, db, op);
-    if (op != SQLITE_DELETE) return;
-    if (kv->hook_key) yyc__kv_old_row_deleted(kv, db); /* (a save: not a removal) */
-    else if (kv->watch.on && kv->use_old_row_hook) yyc__kv_watch_row_deleted(kv, db);
-}
-
-static int on_commit(void *ctx) {
-    yyc_kv *kv = ctx;
-    yyc__kv_totals_committing(kv);
-    if (kv->watch.on) yyc__kv_watch_committing(kv);
-    return 0; /* the commit goes ahead */
-}
-
-static void on_rollback(void *ctx) {
-    yyc_kv *kv = ctx;
-    yyc__kv_totals_rolled_back(kv);
-    if (kv->watch.on) yyc__kv_watch_rolled_back(kv);
-}
-
-/* Installs the row hooks on db (the connection being opened) when the linked SQLite has them. */
-static void install_row_hooks(yyc_kv *kv, sqlite3 *db) {
-    if (!old_row_hook_available()) return;
-    sqlite3_preupdate_hook(db, on_row_change, kv);
-    sqlite3_commit_hook(db, on_commit, kv);
-    sqlite3_rollback_hook(db, on_rollback, kv);
-}
-
-void yyc__kv_row_hook_pause(yyc_kv *kv) {
-    if (kv->db && old_row_hook_available() && !(kv->watch.on && kv->use_old_row_hook))
-        sqlite3_preupdate_hook(kv->db, NULL, NULL);
-}
-
-void yyc__kv_row_hook_resume(yyc_kv *kv) {
-    if (kv->db && old_row_hook_available()) sqlite3_preupdate_hook(kv->db, on_row_change, kv);
-    yyc__kv_totals_reset(kv, kv->totals.on);
-}
-
-void yyc__kv_rows_mark(yyc_kv *kv) {
-    yyc__kv_totals_mark(kv);
-    if (kv->watch.on) yyc__kv_watch_mark(kv);
-}
-
-void yyc__kv_rows_rewind(yyc_kv *kv) {
-    yyc__kv_totals_rewind(kv);
-    if (kv->watch.on) yyc__kv_watch_rewind(kv);
-}
-
-void yyc__kv_rows_unmark(yyc_kv *kv) { yyc__kv_totals_unmark(kv); }
 
 /* The column numbers of key, filename and size in manifest (any order: the schema check only
  * names them; size -1 when missing). Returns false if key or filename is missing. */
@@ -460,10 +395,10 @@ static int db_open_once(yyc_kv *kv) {
 #endif
     bool columns = find_manifest_columns(db, &kv->col_key, &kv->col_filename, &kv->col_size,
                                          &kv->size_keeps_integers);
-    kv->use_old_row_hook = !lookup_forced && old_row_hook_available() && columns;
+    kv->use_old_row_hook = !lookup_forced && yyc__kv_row_hooks_available() && columns;
     kv->db = db;
-    install_row_hooks(kv, db);
-    yyc__kv_totals_reset(kv, old_row_hook_available() && columns && kv->col_size >= 0);
+    yyc__kv_install_row_hooks(kv, db);
+    yyc__kv_totals_reset(kv, yyc__kv_row_hooks_available() && columns && kv->col_size >= 0);
     yyc__stmt_cache_init(&kv->stmts, db);
     kv->rebuild_pending = false;
     yyc__kv_read_hold_attach(kv);
@@ -691,7 +626,7 @@ void yyc__kv_close_connection(yyc_kv *kv) { yyc__kv_db_close(kv); }
 
 bool yyc__kv_set_old_row_hook(yyc_kv *kv, bool on) {
     kv->no_old_row_hook = !on;
-    kv->use_old_row_hook = on && kv->db && old_row_hook_available() &&
+    kv->use_old_row_hook = on && kv->db && yyc__kv_row_hooks_available() &&
                            find_manifest_columns(kv->db, &kv->col_key, &kv->col_filename,
                                                  &kv->col_size, &kv->size_keeps_integers);
     return kv->use_old_row_hook;

@@ -2,14 +2,13 @@
  * kv_removals.c - which keys a call removed: the removal watch behind the disk cache's removal
  * events (disk_cache_trims.c).
  *
- * While the watch is on, the row hooks (kv_manifest.c: SQLite's preupdate hook) copy the key of
+ * While the watch is on, the row hooks (kv_transactions.c: SQLite's preupdate hook) copy the key of
  * every manifest row this connection deletes, whatever statement deletes it (a removal, a trim, an
  * expired row, the remove-all: SQLite does not use its truncate shortcut while a preupdate hook is
  * set), and the commit and rollback hooks keep only the keys of transactions that committed: a
  * deletion rolled back (a full disk retried, a failed commit) reports nothing, its retry reports
- * once; a group commit's ROLLBACK TO its write's savepoint drops the keys recorded since it
- * (yyc__kv_rows_rewind). A commit is known to have succeeded when
- * the next transaction starts or the watch ends without a rollback in between. Saves are not
+ * once; a group commit's ROLLBACK TO its write's savepoint drops the keys recorded since it.
+ * When a commit is known to have succeeded is kv_transactions.c's rule. Saves are not
  * watched (a save's own part of the row hooks, yyc__kv_old_row_deleted, tells whether it replaced a
  * row: kv->replaced_row).
  *
@@ -21,14 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A commit seen and no rollback since: its keys are committed. */
-static void settle(yyc__kv_removal_watch *w) {
-    if (w->commit_seen) {
-        w->committed = w->at_commit;
-        w->commit_seen = false;
-    }
-}
-
 static void drop_from(yyc__kv_removal_watch *w, size_t from) {
     for (size_t i = from; i < w->n; i++) free(w->keys[i]);
     w->n = from;
@@ -36,7 +27,6 @@ static void drop_from(yyc__kv_removal_watch *w, size_t from) {
 
 void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db) {
     yyc__kv_removal_watch *w = &kv->watch;
-    settle(w); /* a new transaction: the one before it committed */
     sqlite3_value *k = NULL;
     const char *key = NULL;
     if (sqlite3_preupdate_old(db, kv->col_key, &k) == SQLITE_OK)
@@ -60,43 +50,33 @@ void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db) {
     w->keys[w->n++] = copy;
 }
 
-void yyc__kv_watch_committing(yyc_kv *kv) {
-    yyc__kv_removal_watch *w = &kv->watch;
-    w->at_commit = w->n;
-    w->commit_seen = true;
-}
+void yyc__kv_watch_committing(yyc_kv *kv) { kv->watch.at_commit = kv->watch.n; }
 
-void yyc__kv_watch_rolled_back(yyc_kv *kv) {
-    yyc__kv_removal_watch *w = &kv->watch;
-    w->commit_seen = false; /* (a commit that failed is rolled back) */
-    drop_from(w, w->committed);
-}
+void yyc__kv_watch_committed(yyc_kv *kv) { kv->watch.committed = kv->watch.at_commit; }
 
-void yyc__kv_watch_mark(yyc_kv *kv) {
-    settle(&kv->watch);
-    kv->watch_mark = kv->watch.n;
-}
+void yyc__kv_watch_rolled_back(yyc_kv *kv) { drop_from(&kv->watch, kv->watch.committed); }
+
+void yyc__kv_watch_mark(yyc_kv *kv) { kv->watch.mark = kv->watch.n; }
 
 void yyc__kv_watch_rewind(yyc_kv *kv) {
     yyc__kv_removal_watch *w = &kv->watch;
-    if (kv->watch_mark >= w->committed && kv->watch_mark <= w->n) drop_from(w, kv->watch_mark);
+    if (w->mark >= w->committed && w->mark <= w->n) drop_from(w, w->mark);
 }
 
 void yyc__kv_watch_removals(yyc_kv *kv) {
     yyc__kv_removal_watch *w = &kv->watch;
     assert(!w->on && w->n == 0);
     w->on = true;
-    w->committed = w->at_commit = 0;
-    w->commit_seen = w->lost = false;
-    kv->watch_mark = 0;
+    w->committed = w->at_commit = w->mark = 0;
+    w->lost = false;
 }
 
 size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost) {
     yyc__kv_removal_watch *w = &kv->watch;
     assert(w->on);
-    /* Outside any transaction now: a commit seen and not rolled back has succeeded. */
-    if (kv->db && !sqlite3_get_autocommit(kv->db)) w->commit_seen = false;
-    settle(w);
+    /* Outside any transaction now, a commit seen and not rolled back has succeeded; inside one
+     * (the commit failed and its transaction is still open) its keys are not reported. */
+    if (!kv->db || sqlite3_get_autocommit(kv->db)) yyc__kv_txn_settle(kv);
     drop_from(w, w->committed);
     w->on = false;
     *lost = w->lost;

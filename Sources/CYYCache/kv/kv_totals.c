@@ -5,9 +5,9 @@
  * then moved by every row change this connection makes, whatever statement makes it (a save, a
  * removal, a trim, a deferred batch, an expired row): SQLite's preupdate hook reports each row
  * inserted, deleted or updated with its size, and the commit and rollback hooks keep only the
- * changes of the transactions that committed. Nothing is written for them: a set costs what it
- * cost before (a table kept by triggers would add a page to every commit: 19-22 % slower small
- * writes, measured).
+ * changes of the transactions that committed (kv_transactions.c decides which did). Nothing is
+ * written for them: a set costs what it cost before (a table kept by triggers would add a page to
+ * every commit: 19-22 % slower small writes, measured).
  *
  * Other connections (other processes, YYKVStorage, the CLI, a second yyc_kv) change the
  * manifest without our hooks. SQLite's data version of the file (SQLITE_FCNTL_DATA_VERSION)
@@ -20,7 +20,7 @@
  *
  * What can make the carried changes unsure makes them unknown (summed again at the next read):
  * a statement that failed inside a transaction (it may have undone its own changes, which no
- * hook reports; a savepoint's ROLLBACK TO is followed exactly, see yyc__kv_rows_rewind), a size
+ * hook reports; a savepoint's ROLLBACK TO is followed exactly, see kv_transactions.c), a size
  * that could not be read, a total that would pass INT64_MAX (the sum saturates there, as
  * yyc_cost_total does: such totals are summed at every read). A row's cost is its size when
  * that is a positive integer, else 0 (yyc_cost_total's rule).
@@ -51,18 +51,14 @@ static bool add_to(int64_t *acc, int64_t d) {
     return true;
 }
 
-/* A commit seen and no rollback since, once the next change or read comes: it succeeded (a
- * commit that fails is rolled back, which runs the rollback hook first). Its changes join the
- * committed ones. */
-static void settle(yyc__kv_totals *t) {
-    if (!t->commit_seen) return;
-    t->commit_seen = false;
+void yyc__kv_totals_committed(yyc_kv *kv) {
+    yyc__kv_totals *t = &kv->totals;
+    if (!t->on) return;
     t->commits++;
     if (t->txn_lost || !add_to(&t->done_count, t->txn_count) || !add_to(&t->done_cost, t->txn_cost))
         t->done_lost = true;
     t->txn_count = t->txn_cost = 0;
     t->txn_lost = false;
-    t->mark_set = false;
 }
 
 void yyc__kv_totals_reset(yyc_kv *kv, bool on) {
@@ -73,7 +69,6 @@ void yyc__kv_totals_reset(yyc_kv *kv, bool on) {
 void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op) {
     yyc__kv_totals *t = &kv->totals;
     if (!t->on) return;
-    settle(t); /* (a change after a commit: a new transaction) */
     sqlite3_value *v = NULL;
     int64_t d_count = op == SQLITE_INSERT ? 1 : op == SQLITE_DELETE ? -1 : 0, d_cost = 0;
     bool ok = true;
@@ -94,21 +89,10 @@ void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op) {
     if (!ok || !add_to(&t->txn_count, d_count) || !add_to(&t->txn_cost, d_cost)) t->txn_lost = true;
 }
 
-void yyc__kv_totals_committing(yyc_kv *kv) {
-    yyc__kv_totals *t = &kv->totals;
-    if (!t->on) return;
-    /* A commit still unsettled here was followed by a transaction without a row change (its
-     * first change would have settled it): it succeeded, and the changes so far are all its. */
-    settle(t);
-    t->commit_seen = true;
-}
-
 void yyc__kv_totals_rolled_back(yyc_kv *kv) {
     yyc__kv_totals *t = &kv->totals;
-    t->commit_seen = false;
     t->txn_count = t->txn_cost = 0;
     t->txn_lost = false;
-    t->mark_set = false;
 }
 
 void yyc__kv_totals_statement_failed(yyc_kv *kv) {
@@ -120,8 +104,6 @@ void yyc__kv_totals_statement_failed(yyc_kv *kv) {
 
 void yyc__kv_totals_mark(yyc_kv *kv) {
     yyc__kv_totals *t = &kv->totals;
-    settle(t);
-    t->mark_set = true;
     t->mark_count = t->txn_count;
     t->mark_cost = t->txn_cost;
     t->mark_lost = t->txn_lost;
@@ -129,16 +111,10 @@ void yyc__kv_totals_mark(yyc_kv *kv) {
 
 void yyc__kv_totals_rewind(yyc_kv *kv) {
     yyc__kv_totals *t = &kv->totals;
-    if (!t->mark_set) {
-        t->txn_lost = true; /* (no mark to go back to: unsure) */
-        return;
-    }
     t->txn_count = t->mark_count;
     t->txn_cost = t->mark_cost;
     t->txn_lost = t->mark_lost;
 }
-
-void yyc__kv_totals_unmark(yyc_kv *kv) { kv->totals.mark_set = false; }
 
 /* Sums the manifest: *count, *cost (saturated). Returns YYC_OK or a reported error. */
 static int scan(yyc_kv *kv, int64_t *count, int64_t *cost) {
@@ -180,7 +156,7 @@ int yyc__kv_totals_read(yyc_kv *kv, int64_t *count, int64_t *cost) {
     yyc__stmt_done(p);
     if (src != SQLITE_ROW && src != SQLITE_DONE)
         return yyc__kv_sqlite_fail(kv, src, "read the manifest");
-    settle(t);
+    yyc__kv_txn_settle(kv); /* (inside a later transaction: a commit seen has succeeded) */
     uint32_t version = 0;
     bool versioned = t->on && sqlite3_file_control(kv->db, "main", SQLITE_FCNTL_DATA_VERSION,
                                                    &version) == SQLITE_OK;

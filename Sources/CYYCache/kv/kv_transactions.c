@@ -1,0 +1,106 @@
+/*
+ * kv_transactions.c - what became of this connection's row changes: SQLite's preupdate, commit
+ * and rollback hooks, and the one rule that decides when a change is committed, for the two
+ * concerns that follow changes (the totals, kv_totals.c; the removal watch, kv_removals.c) and
+ * a save's own look at the row it replaces (kv_storage.c, while hook_key).
+ *
+ * The rule. SQLite's commit hook runs before the commit is durable, and a commit that then fails
+ * is rolled back, which runs the rollback hook. So a commit seen (commit_seen) is known to have
+ * succeeded once the connection is past it without a rollback in between: at the next row
+ * change (a new transaction), at the next savepoint mark, at the next commit hook (a transaction
+ * without row changes came between), or when a concern asks (yyc__kv_txn_settle: the totals'
+ * read, the watch's end). Then each concern moves its transaction's changes to its committed
+ * ones (settle). A rollback drops the transaction's changes. A savepoint's ROLLBACK TO (the
+ * group commit undoing one write) runs no hook: the group commit marks before each write and
+ * rewinds the concerns to the mark after its ROLLBACK TO (yyc__kv_rows_mark / _rewind).
+ *
+ * The hooks are installed for the connection's whole life (when the linked SQLite has them) and
+ * run inside sqlite3_step on the caller's thread; they call nothing but sqlite3_preupdate_* and
+ * the concerns' own bookkeeping. Thread safety: none, as for yyc_kv.
+ */
+#include "kv/kv_internal.h"
+
+#include <string.h>
+
+bool yyc__kv_row_hooks_available(void) {
+    return sqlite3_preupdate_hook != NULL && sqlite3_preupdate_old != NULL &&
+           sqlite3_preupdate_new != NULL && sqlite3_compileoption_used("ENABLE_PREUPDATE_HOOK");
+}
+
+void yyc__kv_txn_reset(yyc_kv *kv) { kv->txn = (yyc__kv_txn){0}; }
+
+void yyc__kv_txn_settle(yyc_kv *kv) {
+    if (!kv->txn.commit_seen) return;
+    kv->txn.commit_seen = false;
+    kv->txn.mark_set = false; /* (a savepoint does not outlive its transaction) */
+    yyc__kv_totals_committed(kv);
+    if (kv->watch.on) yyc__kv_watch_committed(kv);
+}
+
+static void on_row_change(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
+                          sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
+    yyc_kv *kv = ctx;
+    (void)old_rowid;
+    (void)new_rowid;
+    if (strcmp(db_name, "main") != 0 || strcmp(table, "manifest") != 0) return;
+    yyc__kv_txn_settle(kv); /* (a change after a commit: a new transaction) */
+    yyc__kv_totals_row_changed(kv, db, op);
+    if (op != SQLITE_DELETE) return;
+    if (kv->hook_key) yyc__kv_old_row_deleted(kv, db); /* (a save: not a removal) */
+    else if (kv->watch.on && kv->use_old_row_hook) yyc__kv_watch_row_deleted(kv, db);
+}
+
+static int on_commit(void *ctx) {
+    yyc_kv *kv = ctx;
+    /* A commit still unsettled here was followed by a transaction without a row change (its
+     * first change would have settled it): it succeeded, and the changes so far are all this
+     * one's. */
+    yyc__kv_txn_settle(kv);
+    kv->txn.commit_seen = true;
+    if (kv->watch.on) yyc__kv_watch_committing(kv);
+    return 0; /* the commit goes ahead */
+}
+
+static void on_rollback(void *ctx) {
+    yyc_kv *kv = ctx;
+    kv->txn.commit_seen = false; /* (a commit that failed is rolled back) */
+    kv->txn.mark_set = false;
+    yyc__kv_totals_rolled_back(kv);
+    if (kv->watch.on) yyc__kv_watch_rolled_back(kv);
+}
+
+void yyc__kv_install_row_hooks(yyc_kv *kv, sqlite3 *db) {
+    if (!yyc__kv_row_hooks_available()) return;
+    sqlite3_preupdate_hook(db, on_row_change, kv);
+    sqlite3_commit_hook(db, on_commit, kv);
+    sqlite3_rollback_hook(db, on_rollback, kv);
+}
+
+void yyc__kv_row_hook_pause(yyc_kv *kv) {
+    if (kv->db && yyc__kv_row_hooks_available() && !(kv->watch.on && kv->use_old_row_hook))
+        sqlite3_preupdate_hook(kv->db, NULL, NULL);
+}
+
+void yyc__kv_row_hook_resume(yyc_kv *kv) {
+    if (kv->db && yyc__kv_row_hooks_available())
+        sqlite3_preupdate_hook(kv->db, on_row_change, kv);
+    yyc__kv_totals_reset(kv, kv->totals.on);
+}
+
+void yyc__kv_rows_mark(yyc_kv *kv) {
+    yyc__kv_txn_settle(kv);
+    kv->txn.mark_set = true;
+    yyc__kv_totals_mark(kv);
+    if (kv->watch.on) yyc__kv_watch_mark(kv);
+}
+
+void yyc__kv_rows_rewind(yyc_kv *kv) {
+    if (!kv->txn.mark_set) {
+        yyc__kv_totals_statement_failed(kv); /* no mark to go back to: the totals are unsure */
+        return;
+    }
+    yyc__kv_totals_rewind(kv);
+    if (kv->watch.on) yyc__kv_watch_rewind(kv);
+}
+
+void yyc__kv_rows_unmark(yyc_kv *kv) { kv->txn.mark_set = false; }
