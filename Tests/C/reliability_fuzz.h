@@ -37,6 +37,7 @@ typedef struct fz_entry {
     unsigned char ext[8];
     size_t ext_len;
     int64_t expires; /* the disk fuzz's model clock (ms) at which it expires; INT64_MAX: never */
+    bool queued;     /* the disk fuzz: written in deferred mode, not committed yet */
 } fz_entry;
 
 typedef struct fz_state {
@@ -388,6 +389,7 @@ typedef struct fzd_state {
     int64_t last_removed;
     bool progress_ok;
     int64_t clock; /* ms the expiry clock (frozen for the input) was moved forward */
+    bool deferred; /* YYC_WRITE_DEFERRED: data/ is checked once the queue is committed */
 } fzd_state;
 
 /* Whether the model's entry k is stored but past its time to live: every read of it misses and
@@ -397,10 +399,20 @@ static inline bool fzd_expired(const fzd_state *d, int k) {
     return e->present && d->clock >= e->expires;
 }
 
-/* A read of key k: true when the model has a live entry; an expired one is removed by it. */
+/* A read of key k: true when the model has a live entry; an expired one is removed by it,
+ * unless it is still queued (deferred mode: its row is committed with its expiry and removed
+ * by whatever finds it on disk later). */
 static inline bool fzd_read_hits(fzd_state *d, int k) {
-    if (fzd_expired(d, k)) fz_entry_clear(&d->base.model[k]);
-    return d->base.model[k].present;
+    fz_entry *e = &d->base.model[k];
+    if (fzd_expired(d, k) && e->queued) return false;
+    if (fzd_expired(d, k)) fz_entry_clear(e);
+    return e->present;
+}
+
+/* The deferred queue was committed (every call but the reads and writes of one key commits it
+ * first, as do a switch to immediate mode and the last release). */
+static inline void fzd_queue_committed(fzd_state *d) {
+    for (int k = 0; k < FZ_KEYS; k++) d->base.model[k].queued = false;
 }
 
 static inline void fzd_drop_expired(fzd_state *d) {
@@ -457,6 +469,7 @@ static inline void fzd_open(fzd_state *d) {
 
 static inline void fzd_check_files(fzd_state *d) {
     fz_state *s = &d->base;
+    if (d->deferred) return; /* (queued writes place their files when they commit) */
     char *data = rel_path(s->dir, "data");
     DIR *dir = opendir(data);
     FZ_CHECK(s, dir != NULL, "data/ missing");
@@ -495,7 +508,7 @@ static inline void fzd_adopt_presence(fzd_state *d) {
 
 static inline void fzd_op(fzd_state *d) {
     fz_state *s = &d->base;
-    uint8_t op = fz_byte(s) % 20;
+    uint8_t op = fz_byte(s) % 22;
     int k = fz_byte(s) % FZ_KEYS;
     const char *key = s->keys[k];
     fz_entry *e = &s->model[k];
@@ -565,8 +578,59 @@ static inline void fzd_op(fzd_state *d) {
             e->ext_len = ext_len;
             /* (the library's own rounding: a time to live is never shortened) */
             e->expires = ttl < INFINITY ? d->clock + (int64_t)ceil(ttl * 1000.0) : INT64_MAX;
+            e->queued = d->deferred;
         }
         free(v);
+        break;
+    }
+    case 20: { /* set_if_absent: a loader's store, never over a live value */
+        s->op_name = "set_if_absent";
+        uint8_t lb = fz_byte(s), seed = fz_byte(s), nb = fz_byte(s);
+        size_t len = lb < 8 ? 0 : lb < 128 ? (size_t)lb * 3 : (size_t)(lb - 120) * 277;
+        unsigned char *v = len ? malloc(len) : NULL;
+        for (size_t i = 0; i < len; i++) v[i] = (unsigned char)(seed + i * 7);
+        char given[32], md5[33];
+        yyc_kv_md5_filename(key, md5);
+        const char *name = nb % 4 == 0 ? NULL : nb % 4 == 1 ? "" : nb % 4 == 2 ? md5 : given;
+        snprintf(given, sizeof given, "n%d", k);
+        if (d->fn_on && k == 7 && (!name || !*name)) name = md5; /* (k 7's name is invalid) */
+        bool live = fzd_read_hits(d, k);
+        bool stored = !live;
+        st = yyc_diskcache_set_if_absent(d->dc, key, v, len, name, &stored);
+        int want = key[0] ? YYC_OK : YYC_EINVAL;
+        FZ_CHECK(s, st == want, "status %s, expected %s", yyc_status_name(st),
+                 yyc_status_name(want));
+        if (st == YYC_OK) {
+            FZ_CHECK(s, stored == !live, "stored %d over a model entry present %d", stored, live);
+            bool to_file = d->threshold == 0 || (d->threshold != SIZE_MAX && len > d->threshold);
+            if (stored) {
+                fz_entry_clear(e);
+                e->present = true;
+                e->val = v;
+                v = NULL;
+                e->len = len;
+                const char *file = name && *name ? name : d->fn_on && k == 0 ? "fn-a" : md5;
+                snprintf(e->filename, sizeof e->filename, "%s", to_file ? file : "");
+                e->expires = INT64_MAX;
+                e->queued = d->deferred;
+            }
+        }
+        free(v);
+        break;
+    }
+    case 21: { /* the write mode: deferred (a queue committed by deadline) or immediate */
+        /* (Deadlines far enough that no background commit lands inside an input: when a queued
+         * expired write is committed decides whether a read removes it, which the model cannot
+         * know. The deadline thread is tested by test_deferred_writes and test_worker.) */
+        static const double delays[] = {60, 600, 3600};
+        uint8_t b = fz_byte(s);
+        bool deferred = b % 4 != 0;
+        s->op_name = deferred ? "write mode deferred" : "write mode immediate";
+        st = yyc_diskcache_set_write_mode(
+            d->dc, deferred ? YYC_WRITE_DEFERRED : YYC_WRITE_IMMEDIATE, delays[b % 3]);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        d->deferred = deferred;
+        fzd_queue_committed(d); /* (a switch to immediate commits it; to deferred: empty) */
         break;
     }
     case 17: {
@@ -581,6 +645,7 @@ static inline void fzd_op(fzd_state *d) {
         s->op_name = "for_each_entry";
         fzd_walk w = {.d = d};
         st = yyc_diskcache_for_each_entry(d->dc, fzd_walk_entry, &w);
+        fzd_queue_committed(d);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         int live = 0;
         for (int i = 0; i < FZ_KEYS; i++) live += s->model[i].present && !fzd_expired(d, i);
@@ -590,6 +655,7 @@ static inline void fzd_op(fzd_state *d) {
     case 19:
         s->op_name = "trim_expired";
         st = yyc_diskcache_trim_expired(d->dc);
+        fzd_queue_committed(d);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         fzd_drop_expired(d);
         break;
@@ -597,10 +663,10 @@ static inline void fzd_op(fzd_state *d) {
         s->op_name = "get";
         void *v = NULL;
         size_t n = 0;
-        fzd_read_hits(d, k);
+        bool hit = fzd_read_hits(d, k);
         st = yyc_diskcache_get(d->dc, key, &v, &n);
-        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s, model %d",
-                 yyc_status_name(st), e->present);
+        FZ_CHECK(s, st == (hit ? YYC_OK : YYC_NOTFOUND), "status %s, model %d", yyc_status_name(st),
+                 hit);
         if (st == YYC_OK)
             FZ_CHECK(s, n == e->len && (n == 0 || memcmp(v, e->val, n) == 0), "value %zu/%zu", n,
                      e->len);
@@ -611,9 +677,9 @@ static inline void fzd_op(fzd_state *d) {
         s->op_name = "get_extended_data";
         void *x = NULL;
         size_t n = 0;
-        fzd_read_hits(d, k);
+        bool hit = fzd_read_hits(d, k);
         st = yyc_diskcache_get_extended_data(d->dc, key, &x, &n);
-        FZ_CHECK(s, st == (e->present ? YYC_OK : YYC_NOTFOUND), "status %s", yyc_status_name(st));
+        FZ_CHECK(s, st == (hit ? YYC_OK : YYC_NOTFOUND), "status %s", yyc_status_name(st));
         if (st == YYC_OK)
             FZ_CHECK(s, n == e->ext_len && (n == 0 || memcmp(x, e->ext, n) == 0),
                      "extended %zu/%zu", n, e->ext_len);
@@ -628,8 +694,8 @@ static inline void fzd_op(fzd_state *d) {
         break;
     case 7:
         s->op_name = "contains";
-        fzd_read_hits(d, k);
-        FZ_CHECK(s, yyc_diskcache_contains(d->dc, key) == e->present, "contains != %d", e->present);
+        bool hit = fzd_read_hits(d, k);
+        FZ_CHECK(s, yyc_diskcache_contains(d->dc, key) == hit, "contains != %d", hit);
         break;
     case 8:
     case 9: {
@@ -638,6 +704,7 @@ static inline void fzd_op(fzd_state *d) {
         int64_t limit = by_cost ? (int64_t)fz_byte(s) * 200 : fz_byte(s) % 6;
         st = by_cost ? yyc_diskcache_trim_to_cost(d->dc, limit)
                      : yyc_diskcache_trim_to_count(d->dc, limit);
+        fzd_queue_committed(d);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         fzd_drop_expired(d);
         fzd_adopt_presence(d);
@@ -654,6 +721,7 @@ static inline void fzd_op(fzd_state *d) {
         static const double ages[] = {-1.0, 0.0, 1e9, NAN, INFINITY};
         int which = fz_byte(s) % 5;
         st = yyc_diskcache_trim_to_age(d->dc, ages[which]);
+        fzd_queue_committed(d);
         FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
         fzd_drop_expired(d);
         if (which < 2)
@@ -674,8 +742,10 @@ static inline void fzd_op(fzd_state *d) {
     }
     case 12:
         s->op_name = "reopen";
-        yyc_diskcache_release(d->dc);
+        yyc_diskcache_release(d->dc); /* (the last reference: commits a deferred queue) */
         d->dc = NULL;
+        d->deferred = false;
+        fzd_queue_committed(d);
         fzd_open(d);
         break;
     case 13:
@@ -689,8 +759,8 @@ static inline void fzd_op(fzd_state *d) {
         st = yyc_diskcache_open(s->dir, d->threshold == 0 ? 1 : 0, &other);
         FZ_CHECK(s, st == YYC_OK && other == d->dc, "a second open is not the shared core");
         FZ_CHECK(s, yyc_diskcache_inline_threshold(other) == d->threshold, "threshold changed");
-        fzd_read_hits(d, k);
-        FZ_CHECK(s, yyc_diskcache_contains(other, key) == e->present, "contains via second");
+        bool hit = fzd_read_hits(d, k);
+        FZ_CHECK(s, yyc_diskcache_contains(other, key) == hit, "contains via second");
         yyc_diskcache_release(other);
         break;
     }
@@ -699,16 +769,18 @@ static inline void fzd_op(fzd_state *d) {
         for (int i = 0; i < FZ_KEYS; i++) {
             void *v = NULL;
             size_t n = 0;
-            fzd_read_hits(d, i);
+            bool hit = fzd_read_hits(d, i);
             st = yyc_diskcache_get(d->dc, s->keys[i], &v, &n);
-            FZ_CHECK(s, st == (s->model[i].present ? YYC_OK : YYC_NOTFOUND), "key %d: %s", i,
-                     yyc_status_name(st));
+            FZ_CHECK(s, st == (hit ? YYC_OK : YYC_NOTFOUND), "key %d: %s", i, yyc_status_name(st));
             if (st == YYC_OK)
                 FZ_CHECK(s, n == s->model[i].len && (n == 0 || memcmp(v, s->model[i].val, n) == 0),
                          "key %d value", i);
             yyc_free(v);
         }
     }
+    if (getenv("YYC_FUZZ_TRACE")) /* (replaying a saved failure by hand) */
+        fprintf(stderr, "op %ld: %s, key %d: model %s \"%s\"\n", (long)s->op_index, s->op_name, k,
+                e->present ? "present" : "absent", e->filename);
     fzd_check_files(d);
 }
 
@@ -734,6 +806,14 @@ static inline int rel_fuzz_disk_one(const uint8_t *data, size_t size) {
     while (s->pos < s->size) {
         s->op_index++;
         fzd_op(d);
+    }
+    if (d->deferred) { /* what the queue held reaches data/ and the manifest as modelled */
+        s->op_name = "final flush";
+        int st = yyc_diskcache_flush(d->dc);
+        FZ_CHECK(s, st == YYC_OK, "status %s", yyc_status_name(st));
+        d->deferred = false;
+        fzd_queue_committed(d);
+        fzd_check_files(d);
     }
     yyc_diskcache_release(d->dc);
     yyc__kv_testing_freeze_clock(false);

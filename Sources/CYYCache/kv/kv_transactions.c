@@ -82,8 +82,7 @@ void yyc__kv_row_hook_pause(yyc_kv *kv) {
 }
 
 void yyc__kv_row_hook_resume(yyc_kv *kv) {
-    if (kv->db && yyc__kv_row_hooks_available())
-        sqlite3_preupdate_hook(kv->db, on_row_change, kv);
+    if (kv->db && yyc__kv_row_hooks_available()) sqlite3_preupdate_hook(kv->db, on_row_change, kv);
     yyc__kv_totals_reset(kv, kv->totals.on);
 }
 
