@@ -110,7 +110,7 @@ TEST_STEPS ?= $(if $(filter 1,$(FORMAT_CHECK)),format-check) \
 
 .PHONY: help test bench deps docs swift-build swift-test swift-tsan c-build ci-build c-test asan tsan static \
         headers symbols version-check consumer readme bench-smoke release format clean \
-        need-swift fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak \
+        need-swift bench-deps fuzz fuzz-smoke fuzz-build fuzz-merge fuzz-check-target soak \
         foundation-check format-check
 
 help:
@@ -169,6 +169,15 @@ deps:
 	echo "deps: installing$$missing"; \
 	$(APT_GET) update -q; \
 	DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -q --no-install-recommends $$missing
+
+# What `make bench` adds for its hit-ratio references and charts: Caffeine (and a JDK to compile
+# its replay when none is installed) and gnuplot. Without them (not root) the report marks those
+# rows "not available" and says what to install; the rest of the run goes on.
+BENCH_DEB_PACKAGES ?= libcaffeine-java gnuplot-nox
+bench-deps:
+	@pk="$(BENCH_DEB_PACKAGES)"; command -v javac >/dev/null 2>&1 || pk="$$pk default-jdk-headless"; \
+	$(MAKE) --no-print-directory deps DEB_PACKAGES="$$pk" \
+	  || echo "bench: going on without the hit-ratio references' packages ($$pk)" >&2
 
 need-swift:
 	@command -v $(SWIFT) >/dev/null \
@@ -345,7 +354,7 @@ bench-smoke: deps
 	  echo "bench-smoke: report in $(BUILD_DIR)/steps/bench-smoke-report.md"; \
 	else echo "SKIPPED: no benchmark runner yet ($(BENCH_RUNNER))"; fi
 
-bench: deps
+bench: deps bench-deps
 	@if [ -x $(BENCH_RUNNER) ]; then \
 	  echo "$(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS)"; \
 	  exec env $(BENCH_ENV) $(BENCH_RUNNER) $(BENCH_ARGS); fi; \
