@@ -85,8 +85,8 @@ int yyc__kv_remove_lru_batch(yyc_kv *kv, int limit, int64_t *removed);
  * checkpoint lets the WAL restart, SQLite truncates it to this size instead of keeping its
  * high-water mark (after a large transaction, say). It is above the WAL of a normal cycle (see
  * below; at most YYC__KV_WAL_CAP_PAGES pages of 4 KB, 4 MB): a cap below the cycle truncated the
- * WAL at every restart, and its pages were freed and allocated again every time (on tmpfs small
- * saves spent 40 % more time in the kernel with a 1 MB cap and SQLite's 1,000-page cycle).
+ * WAL at every restart, and its pages were freed and allocated again every time (Benchmarks/
+ * README.md, "Design measurements").
  * Checkpoints run on the checkpoint queue (kv_checkpoints.c): */
 #define YYC__KV_WAL_LIMIT_BYTES 6291456 /* 6 MiB */
 /* a commit that leaves this many WAL pages or more queues a passive checkpoint (one at a time);

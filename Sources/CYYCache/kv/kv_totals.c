@@ -7,7 +7,7 @@
  * inserted, deleted or updated with its size, and the commit and rollback hooks keep only the
  * changes of the transactions that committed (kv_transactions.c decides which did). Nothing is
  * written for them: a set costs what it cost before (a table kept by triggers would add a page to
- * every commit: 19-22 % slower small writes, measured).
+ * every commit; Benchmarks/README.md, "Design measurements").
  *
  * Other connections (other processes, YYKVStorage, the CLI, a second yyc_kv) change the
  * manifest without our hooks. SQLite's data version of the file (SQLITE_FCNTL_DATA_VERSION)
