@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import YYCache
@@ -13,6 +14,28 @@ import Testing
         let count = Protected(0)
         func increment() { count.withLock { $0 += 1 } }
         var value: Int { count.withLock { $0 } }
+    }
+
+    /// A memory copy's time to live runs on the monotonic clock, its disk entry's deadline on the
+    /// wall clock: after a step of the wall clock the copies with a deadline are forgotten (the
+    /// next read asks the disk, which decides), and copies without one stay.
+    @Test func aWallClockStepForgetsTheMemoryCopiesThatHaveATimeToLive() throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<String>(path: folder.path)
+        try cache.setValue("timed", forKey: "timed", timeToLive: Self.hour)
+        try cache.setValue("never", forKey: "never")
+        #expect(try cache.value(forKey: "timed") == "timed")
+        #expect(cache.memoryCache.containsValue(forKey: "timed"))
+        cache.wallClock.testingWallClockShift.store(2 * 3_600_000, ordering: .relaxed)  // +2 h
+        #expect(cache.containsValue(forKey: "never"))  // a read: the step is seen
+        #expect(!cache.memoryCache.containsValue(forKey: "timed"))
+        #expect(cache.memoryCache.containsValue(forKey: "never"))
+        // The disk (on the real wall clock here) still has it: read back with its deadline.
+        #expect(try cache.value(forKey: "timed") == "timed")
+        #expect(cache.memoryCache.containsValue(forKey: "timed"))
+        // In step again: the copy stays.
+        #expect(try cache.value(forKey: "timed") == "timed")
+        #expect(cache.memoryCache.containsValue(forKey: "timed"))
     }
 
     @Test func aTimeToLiveAppliesToBothTiers() throws {

@@ -24,7 +24,7 @@ extension Cache {
         if let tier = remoteTier {
             return (try? await RemoteCache.onQueue { self.remoteContains(forKey: key, tier: tier) }) ?? false
         }
-        if memoryCache.containsValue(forKey: key) { return true }
+        if memoryContains(key) { return true }
         return await diskCache.containsValue(forKey: key)
     }
 
@@ -45,13 +45,13 @@ extension Cache {
         try Task.checkCancellation()
         guard CStrings.isStorableKey(key) else { return nil }
         if let tier = remoteTier {
-            if tier.isTrusted(tier.remote.invalidationEpoch), let value = memoryCache.value(forKey: key) {
+            if tier.isTrusted(tier.remote.invalidationEpoch), let value = memoryValue(forKey: key) {
                 counters.hit()
                 return value
             }
             return try await RemoteCache.onQueue { try self.remoteValue(forKey: key, tier: tier) }
         }
-        if let value = memoryCache.value(forKey: key) {
+        if let value = memoryValue(forKey: key) {
             counters.hit()
             return value
         }

@@ -34,7 +34,7 @@ extension Cache {
         return try flights.run(key) {
             try LoadScope.run(marker) {
                 // A load that finished between this caller's miss and its flight stored the value.
-                if let value = memoryCache.value(forKey: key) { return value }
+                if let value = memoryValue(forKey: key) { return value }
                 let clock = ContinuousClock()
                 let start = clock.now
                 let value: Value
@@ -75,7 +75,7 @@ extension Cache {
         try LoadScope.check(marker)
         return try await asyncLoads.value(for: key) { [self] in
             try await LoadScope.run(marker) {
-                if let value = memoryCache.value(forKey: key) { return value }
+                if let value = memoryValue(forKey: key) { return value }
                 let clock = ContinuousClock()
                 let start = clock.now
                 let value: Value

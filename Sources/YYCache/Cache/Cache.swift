@@ -57,6 +57,9 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// The counters of ``statistics`` (atomic: no lock).
     let counters = CacheCounters()
 
+    /// Watches the wall clock for steps (Cache+WallClockSteps.swift).
+    let wallClock = WallClockSteps()
+
     /// The blocking and the async loads under way (``value(forKey:orLoad:)``).
     let flights = BlockingLoadFlights<String, Value>()
     let asyncLoads = AsyncLoadFlights<String, Value>()
@@ -143,7 +146,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     public func containsValue(forKey key: String) -> Bool {
         guard CStrings.isStorableKey(key) else { return false }
         if let remoteTier { return remoteContains(forKey: key, tier: remoteTier) }
-        return memoryCache.containsValue(forKey: key) || diskCache.containsValue(forKey: key)
+        return memoryContains(key) || diskCache.containsValue(forKey: key)
     }
 
     /// The value for `key`: from memory, else from disk (and then copied into memory, unless a
@@ -157,7 +160,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     public func value(forKey key: String) throws -> Value? {
         guard CStrings.isStorableKey(key) else { return nil }
         if let remoteTier { return try remoteValue(forKey: key, tier: remoteTier) }
-        if let value = memoryCache.value(forKey: key) {
+        if let value = memoryValue(forKey: key) {
             counters.hit()
             return value
         }
@@ -264,6 +267,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         throws -> Value
     {
         let value = try diskCache.decode(Value.self, from: data)
+        if timeToLive.isFinite { wallClock.watch() }
         memoryCache.setValue(
             value, forKey: key, cost: cost(of: value, byteCount: data.count),
             ifGeneration: generation, timeToLive: timeToLive)
@@ -279,6 +283,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
         timeToLive: Double? = nil
     ) {
         counters.insertion()
+        if timeToLive != nil || memoryCache.defaultTimeToLive != nil { wallClock.watch() }
         let cost = cost(of: value, byteCount: byteCount)
         if !memoryCache.setValue(
             value, forKey: key, cost: cost, ifGeneration: generation,

@@ -58,7 +58,7 @@ extension Cache {
     func remoteValue(forKey key: String, tier: CacheRemoteTier<Value>) throws -> Value? {
         let epoch = tier.remote.invalidationEpoch
         let trusted = tier.isTrusted(epoch)
-        if trusted, let value = memoryCache.value(forKey: key) {
+        if trusted, let value = memoryValue(forKey: key) {
             counters.hit()
             return value
         }
@@ -144,7 +144,7 @@ extension Cache {
     func remoteContains(forKey key: String, tier: CacheRemoteTier<Value>) -> Bool {
         guard CStrings.isStorableKey(key) else { return false }
         if tier.isTrusted(tier.remote.invalidationEpoch),
-            memoryCache.containsValue(forKey: key) || diskCache.containsValue(forKey: key)
+            memoryContains(key) || diskCache.containsValue(forKey: key)
         {
             return true
         }
