@@ -573,9 +573,10 @@ static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_l
                       void **out_value, size_t *out_len) {
     uint64_t epoch = yyc_remote_invalidation_epoch(r);
     bool trusted = near_trusted(c, epoch);
-    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    uint64_t generation; /* before any look (memory_get takes it on its way) */
     int hit_rc;
-    if (trusted && memory_get(c, key, key_len, &generation, out_value, out_len, &hit_rc) == YYC_OK)
+    if (!trusted) generation = yyc_memcache_generation(c->memory, key, key_len);
+    else if (memory_get(c, key, key_len, &generation, out_value, out_len, &hit_rc) == YYC_OK)
         return hit_rc;
     void *value = NULL;
     size_t len = 0;
