@@ -160,6 +160,45 @@ static void a_time_to_live_is_kept_by_redis_and_read_back(void **state) {
     test_redis_stop(&s);
 }
 
+static void set_if_absent_stores_only_when_redis_has_no_value_and_says_which(void **state) {
+    (void)state;
+    REDIS_OR_SKIP();
+    test_redis s;
+    test_redis_start(&s, NULL);
+    yyc_remote *r = open_remote(&s, "nx");
+    yyc_remote *other = open_remote(&s, "nx");
+    bool stored = false;
+    assert_int_equal(yyc_remote_set_if_absent(r, "k", "first", 5, 0, &stored), YYC_OK);
+    assert_true(stored);
+    expect_remote_value(other, "k", "first", 5);
+    /* Another client's value stays; the call still succeeds and says it stored nothing. */
+    assert_int_equal(yyc_remote_set(other, "k", "newer", 5, 0), YYC_OK);
+    assert_int_equal(yyc_remote_set_if_absent(r, "k", "older", 5, 0, &stored), YYC_OK);
+    assert_false(stored);
+    expect_remote_value(r, "k", "newer", 5);
+    /* A time to live goes with it; a removed key takes a value again. */
+    assert_int_equal(yyc_remote_set_if_absent(r, "t", "v", 1, 100, NULL), YYC_OK);
+    void *v = NULL;
+    size_t n = 0;
+    double ttl = 0;
+    assert_int_equal(yyc_remote_get_with_ttl(r, "t", &v, &n, &ttl), YYC_OK);
+    yyc_free(v);
+    assert_true(ttl > 0 && ttl <= 100);
+    assert_int_equal(yyc_remote_remove(other, "k"), YYC_OK);
+    assert_int_equal(yyc_remote_set_if_absent(r, "k", "", 0, 0, &stored), YYC_OK);
+    assert_true(stored);
+    expect_remote_value(other, "k", "", 0);
+    /* Bad arguments, as yyc_remote_set; stored is false on error. */
+    stored = true;
+    assert_int_equal(yyc_remote_set_if_absent(r, "", "x", 1, 0, &stored), YYC_EINVAL);
+    assert_false(stored);
+    assert_int_equal(yyc_remote_set_if_absent(r, "k", NULL, 3, 0, NULL), YYC_EINVAL);
+    assert_int_equal(yyc_remote_set_if_absent(r, "k", "x", 1, -1, NULL), YYC_EINVAL);
+    yyc_remote_close(other);
+    yyc_remote_close(r);
+    test_redis_stop(&s);
+}
+
 static void binary_keys_and_values_are_stored_as_given_under_the_namespace(void **state) {
     (void)state;
     REDIS_OR_SKIP();
@@ -402,6 +441,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(urls_are_parsed_and_bad_ones_refused),
     cmocka_unit_test(get_set_remove_and_contains_round_trip),
     cmocka_unit_test(a_time_to_live_is_kept_by_redis_and_read_back),
+    cmocka_unit_test(set_if_absent_stores_only_when_redis_has_no_value_and_says_which),
     cmocka_unit_test(binary_keys_and_values_are_stored_as_given_under_the_namespace),
     cmocka_unit_test(namespaces_are_separate_and_remove_all_empties_only_its_own),
     cmocka_unit_test(foreign_and_corrupt_values_are_misses_reported_as_corrupt),

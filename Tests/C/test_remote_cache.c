@@ -13,6 +13,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sqlite3.h>
 #include <sys/mman.h>
 
 /* The staleness bound the README states: a value older than this is never read. */
@@ -439,6 +440,116 @@ static void two_processes_never_read_a_value_older_than_the_staleness_bound(void
     test_redis_stop(&s);
 }
 
+/* ---- invalidations while another process holds the disk folder's write lock ---- */
+
+/* The child (re-executed as "--hold-lock db in_fd out_fd"): takes SQLite's write lock on the
+ * manifest (BEGIN IMMEDIATE on its own connection), says so on out_fd, and keeps it until
+ * in_fd is written to or closed. */
+static int hold_lock(const char *db, int in_fd, int out_fd) {
+    sqlite3 *raw = NULL;
+    if (sqlite3_open_v2(db, &raw, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) return 2;
+    sqlite3_busy_timeout(raw, 10000);
+    if (sqlite3_exec(raw, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) return 3;
+    char byte = 'L';
+    if (write(out_fd, &byte, 1) != 1) return 4;
+    while (read(in_fd, &byte, 1) < 0 && errno == EINTR) {
+    }
+    sqlite3_exec(raw, "COMMIT", NULL, NULL, NULL);
+    sqlite3_close(raw);
+    return 0;
+}
+
+static void expect_one_of(yyc_cache *c, const char *key, const char *a, const char *b) {
+    char buf[64];
+    get_text(c, key, buf, sizeof buf);
+    if (strcmp(buf, a) != 0 && strcmp(buf, b) != 0)
+        fail_msg("%s read \"%s\", neither \"%s\" nor \"%s\"", key, buf, a, b);
+}
+
+/* b sets k3 (version round), a hears it and reads it: whether a's memory tier kept it. */
+static bool served_near_after_a_set(instance *a, instance *b, int round) {
+    char v[16], buf[64];
+    snprintf(v, sizeof v, "r%d", round);
+    uint64_t before = invalidations(a->remote);
+    set_text(b->cache, "k3", v);
+    if (!WAIT_UNTIL(invalidations(a->remote) > before, 10)) return false;
+    get_text(a->cache, "k3", buf, sizeof buf);
+    return strcmp(buf, v) == 0 && yyc_memcache_contains(yyc_cache_memory(a->cache), "k3", 2);
+}
+
+static void
+invalidations_wait_for_a_process_holding_the_disk_lock_and_nothing_stale_is_read(void **state) {
+    (void)state;
+    REDIS_OR_SKIP();
+    test_redis s;
+    test_redis_start(&s, NULL);
+    instance a, b;
+    open_instance(&a, s.url, "held");
+    open_instance(&b, s.url, "held");
+    char buf[64];
+    const char *keys[3] = {"k0", "k1", "k2"};
+    for (int i = 0; i < 3; i++) {
+        uint64_t heard = invalidations(a.remote);
+        set_text(b.cache, keys[i], "old");
+        assert_true(WAIT_UNTIL(invalidations(a.remote) > heard, 10));
+        /* a holds the old value near (memory and disk). */
+        assert_string_equal(get_text(a.cache, keys[i], buf, sizeof buf), "old");
+        assert_true(yyc_diskcache_contains(yyc_cache_disk(a.cache), keys[i]));
+    }
+    int to_child[2], from_child[2];
+    assert_int_equal(pipe(to_child), 0);
+    assert_int_equal(pipe(from_child), 0);
+    char db[256], in_fd[16], out_fd[16];
+    snprintf(db, sizeof db, "%s/manifest.sqlite", a.folder);
+    snprintf(in_fd, sizeof in_fd, "%d", to_child[0]);
+    snprintf(out_fd, sizeof out_fd, "%d", from_child[1]);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_remote_cache", "--hold-lock", db, in_fd, out_fd,
+              (char *)NULL);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    char byte;
+    assert_int_equal(read(from_child[0], &byte, 1), 1); /* the child holds the lock */
+    uint64_t heard = invalidations(a.remote);
+    for (int i = 0; i < 3; i++) set_text(b.cache, keys[i], "new");
+    /* The lock is kept until every invalidation counted, or past the disk's busy timeout (5 s),
+     * so that a removal that gave up is covered too. (No reads meanwhile: a read of the disk
+     * tier may itself wait for the lock.) */
+    double until = test_now() + 7;
+    while (test_now() < until && invalidations(a.remote) < heard + 3) usleep(20000);
+    uint64_t counted = invalidations(a.remote) - heard;
+    byte = 'U';
+    assert_int_equal(write(to_child[1], &byte, 1), 1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    close(to_child[1]);
+    close(from_child[0]);
+    /* A key whose invalidation counted while the lock was held never reads its old value (they
+     * count in order); the others read old or new until theirs counts. */
+    for (int i = 0; i < 3; i++) {
+        if ((uint64_t)i < counted) assert_string_equal(get_text(a.cache, keys[i], buf, 64), "new");
+        else expect_one_of(a.cache, keys[i], "old", "new");
+    }
+    print_message("invalidations counted while the lock was held: %llu of 3\n",
+                  (unsigned long long)counted);
+    /* The lock gone: every invalidation counts, and only the new values are read. */
+    assert_true(WAIT_UNTIL(invalidations(a.remote) >= heard + 3, 30));
+    for (int i = 0; i < 3; i++)
+        assert_string_equal(get_text(a.cache, keys[i], buf, sizeof buf), "new");
+    /* And the near tiers are served again once a later invalidation found the disk free. */
+    int round = 0;
+    assert_true(WAIT_UNTIL(served_near_after_a_set(&a, &b, ++round), 30));
+    close_instance(&a);
+    close_instance(&b);
+    test_redis_stop(&s);
+}
+
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(a_redis_hit_fills_the_near_tiers_and_writes_go_to_every_tier),
     cmocka_unit_test(a_load_goes_to_redis_and_another_instance_reads_it_without_loading),
@@ -447,6 +558,8 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(near_entries_from_redis_are_not_served_while_the_link_is_down),
     cmocka_unit_test(a_full_or_dead_redis_is_reported_and_the_near_tiers_go_on),
     cmocka_unit_test(two_processes_never_read_a_value_older_than_the_staleness_bound),
+    cmocka_unit_test(
+        invalidations_wait_for_a_process_holding_the_disk_lock_and_nothing_stale_is_read),
 };
 
 int main(int argc, char **argv) {
@@ -455,6 +568,8 @@ int main(int argc, char **argv) {
         stress(argv[2], argv[4], map, 1, atof(argv[5]));
         return atomic_load(&map->violations) == 0 ? 0 : 1;
     }
+    if (argc == 5 && strcmp(argv[1], "--hold-lock") == 0)
+        return hold_lock(argv[2], atoi(argv[3]), atoi(argv[4]));
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

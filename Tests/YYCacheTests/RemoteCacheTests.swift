@@ -154,4 +154,191 @@ struct RemoteCacheTests {
         #expect(throws: CacheError.self) { try remote.data(forKey: "k") }
         cache.didReportError = nil
     }
+    /// A three-tier cache on `server` in `folder`, namespace `namespace`.
+    private func threeTier(_ server: RedisServer, _ folder: borrowing TemporaryFolder, _ namespace: String)
+        throws -> Cache<String>
+    {
+        try Cache<String>(
+            memoryCache: MemoryCache(), diskCache: DiskCache(path: folder.path),
+            remote: RemoteCache(RemoteConfiguration(url: server.url, namespace: namespace)))
+    }
+
+    @Test func aLoadedValueGoesToRedisWhereAnotherCacheReadsItWithoutLoading() throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let a = try threeTier(server, folderA, "load")
+        let b = try threeTier(server, folderB, "load")
+        #expect(try a.value(forKey: "k", orLoad: { "loaded" }) == "loaded")
+        #expect(try a.remote?.containsData(forKey: "k") == true)
+        #expect(try b.value(forKey: "k", orLoad: { "b loaded" }) == "loaded")
+        // Loaded values are kept near too (the link is up): a second read loads nothing.
+        #expect(try a.value(forKey: "k", orLoad: { "again" }) == "loaded")
+        #expect(a.memoryCache.value(forKey: "k") == "loaded")
+    }
+
+    @Test func anAsyncLoadedValueGoesToRedisWhereAnotherCacheReadsItWithoutLoading() async throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let a = try threeTier(server, folderA, "aload")
+        let b = try threeTier(server, folderB, "aload")
+        #expect(try await a.value(forKey: "k", orLoad: { "loaded" }) == "loaded")
+        #expect(try await a.remote?.containsData(forKey: "k") == true)
+        #expect(try await b.value(forKey: "k", orLoad: { "b loaded" }) == "loaded")
+        #expect(try await a.value(forKey: "k", orLoad: { "again" }) == "loaded")
+        #expect(a.memoryCache.value(forKey: "k") == "loaded")
+    }
+
+    @Test func aSetByAnotherCacheDuringALoadStaysInRedisAndNear() throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let folderC = TemporaryFolder()
+        let a = try threeTier(server, folderA, "race")
+        let b = try threeTier(server, folderB, "race")
+        let c = try threeTier(server, folderC, "race")
+        let remoteA = try #require(a.remote)
+        let heard = remoteA.statistics.invalidations
+        // b's set lands while a's loader runs, and its invalidation reaches a before the loaded
+        // value is stored.
+        let loaded = try a.value(forKey: "k") {
+            try b.setValue("set", forKey: "k")
+            _ = eventually { remoteA.statistics.invalidations > heard }
+            return "loaded"
+        }
+        #expect(loaded == "loaded")
+        #expect(remoteA.statistics.invalidations > heard)
+        // Redis keeps the newer set, so every other cache reads it...
+        #expect(try c.value(forKey: "k") == "set")
+        // ...and a's near tiers do not keep the older loaded value either.
+        #expect(try a.value(forKey: "k") == "set")
+        #expect(try a.value(forKey: "k") == "set")
+    }
+
+    @Test func aSetByAnotherCacheDuringAnAsyncLoadStaysInRedisAndNear() async throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let folderC = TemporaryFolder()
+        let a = try threeTier(server, folderA, "arace")
+        let b = try threeTier(server, folderB, "arace")
+        let c = try threeTier(server, folderC, "arace")
+        let remoteA = try #require(a.remote)
+        let heard = remoteA.statistics.invalidations
+        let loaded = try await a.value(forKey: "k") {
+            try await b.setValue("set", forKey: "k")
+            var waited = 0
+            while remoteA.statistics.invalidations == heard, waited < 60_000 {
+                try await Task.sleep(for: .milliseconds(1))
+                waited += 1
+            }
+            return "loaded"
+        }
+        #expect(loaded == "loaded")
+        #expect(try await c.value(forKey: "k") == "set")
+        #expect(try await a.value(forKey: "k") == "set")
+        #expect(try await a.value(forKey: "k") == "set")
+    }
+
+    /// Another process (the sqlite3 shell) holds the disk folder's write lock while invalidations
+    /// arrive, until they all counted or past the disk's busy timeout (5 s): a key whose
+    /// invalidation counted never reads its old value, also when its disk removal gave up.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/sqlite3"), "no sqlite3 shell"))
+    func invalidationsWhileAnotherProcessHoldsTheDiskLockLeaveNothingStale() throws {
+        let server = try RedisServer()
+        let folderA = TemporaryFolder()
+        let folderB = TemporaryFolder()
+        let a = try threeTier(server, folderA, "held")
+        let b = try threeTier(server, folderB, "held")
+        let remoteA = try #require(a.remote)
+        let keys = ["k0", "k1", "k2"]
+        for key in keys {
+            let heard = remoteA.statistics.invalidations
+            try b.setValue("old", forKey: key)
+            #expect(eventually { remoteA.statistics.invalidations > heard })
+            #expect(try a.value(forKey: key) == "old")
+            #expect(a.diskCache.containsValue(forKey: key))
+        }
+        let marker = folderB.path + "/locked"
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/sqlite3")
+        holder.arguments = [folderA.path + "/manifest.sqlite"]
+        let input = Pipe()
+        holder.standardInput = input
+        try holder.run()
+        input.fileHandleForWriting.write(Data("BEGIN IMMEDIATE;\n.system touch \(marker)\n".utf8))
+        #expect(eventually { FileManager.default.fileExists(atPath: marker) })
+        let heard = remoteA.statistics.invalidations
+        for key in keys { try b.setValue("new", forKey: key) }
+        let clock = ContinuousClock()
+        let until = clock.now + .seconds(7)
+        while clock.now < until, remoteA.statistics.invalidations < heard + 3 { Thread.sleep(forTimeInterval: 0.02) }
+        let counted = Int(remoteA.statistics.invalidations - heard)
+        try input.fileHandleForWriting.close()  // the shell ends, its transaction rolled back
+        holder.waitUntilExit()
+        for (i, key) in keys.enumerated() {
+            let read = try a.value(forKey: key)
+            if i < counted { #expect(read == "new") } else { #expect(read == "old" || read == "new") }
+        }
+        #expect(eventually { remoteA.statistics.invalidations >= heard + 3 })
+        for key in keys { #expect(try a.value(forKey: key) == "new") }
+        // The near tiers are served again once a later invalidation found the disk free.
+        var round = 0
+        #expect(
+            eventually {
+                round += 1
+                let before = remoteA.statistics.invalidations
+                try? b.setValue("r\(round)", forKey: "k3")
+                guard eventually({ remoteA.statistics.invalidations > before }) else { return false }
+                return (try? a.value(forKey: "k3")) == "r\(round)" && a.memoryCache.value(forKey: "k3") != nil
+            })
+    }
+
+    @Test func aThreeTierCacheReleasedWhileInvalidationsArriveLeavesNothingBehind() throws {
+        let server = try RedisServer()
+        let writerFolder = TemporaryFolder()
+        let writer = try threeTier(server, writerFolder, "release")
+        let writing = WriterLoop()
+        let thread = Thread {
+            var round = 0
+            while !writing.stop.load(ordering: .relaxed) {
+                try? writer.setValue("v\(round)", forKey: "k\(round % 8)")
+                writing.writes.add(1, ordering: .relaxed)
+                round += 1
+            }
+            writing.done.store(true, ordering: .relaxed)
+        }
+        thread.start()
+        defer {
+            writing.stop.store(true, ordering: .relaxed)
+            _ = eventually { writing.done.load(ordering: .relaxed) }
+        }
+        for _ in 0..<20 {
+            let folder = TemporaryFolder()
+            weak var released: Cache<String>?
+            weak var releasedRemote: RemoteCache?
+            do {
+                let remote = try RemoteCache(RemoteConfiguration(url: server.url, namespace: "release"))
+                var cache: Cache<String>? = Cache<String>(
+                    memoryCache: MemoryCache(), diskCache: try DiskCache(path: folder.path), remote: remote)
+                for i in 0..<8 { _ = try cache?.value(forKey: "k\(i)") }
+                let heard = remote.statistics.invalidations
+                #expect(eventually { remote.statistics.invalidations > heard + 4 })
+                released = cache
+                releasedRemote = remote
+                cache = nil  // the last owner lets go while invalidations keep arriving
+            }
+            #expect(released == nil)
+            #expect(eventually { releasedRemote == nil })
+        }
+        #expect(writing.writes.load(ordering: .relaxed) > 0)
+    }
+}
+
+/// The flags of a writing thread.
+private final class WriterLoop: Sendable {
+    let stop = Atomic<Bool>(false)
+    let done = Atomic<Bool>(false)
+    let writes = Atomic<Int>(0)
 }

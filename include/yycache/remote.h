@@ -38,7 +38,11 @@
  * listeners are told to drop everything (YYC_REMOTE_FLUSH), the thread reconnects with the
  * back-off above, and when the link is up again they are told to drop everything once more
  * (invalidations may have been missed meanwhile). yyc_remote_invalidation_epoch tells a near
- * tier whether it may trust what it holds.
+ * tier whether it may trust what it holds. A yyc_cache's listener drops the key from memory, then
+ * from disk: another process holding the disk folder's write lock delays it (and the
+ * invalidations behind it) up to the disk's busy timeout (5 s); a removal that gives up makes the
+ * cache serve nothing from its near tiers until a later invalidation (at most every 5 s) empties
+ * the disk, so the invalidation still counts only once no near tier can serve the old value.
  *
  * Thread safety: every function is thread-safe. Blocking: every call but yyc_remote_close's
  * last reference, the statistics and the epoch may wait for the network (bounded as above).
@@ -89,6 +93,14 @@ YYC_API int yyc_remote_get_with_ttl(yyc_remote *r, const char *key, void **value
  * length, negative or NaN ttl), YYC_ETOOBIG (len > YYC_REMOTE_MAX_VALUE), YYC_ENOMEM, YYC_EIO. */
 YYC_API int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len,
                            double ttl_seconds);
+/* yyc_remote_set that stores only when the key has no value in Redis (one SET NX: atomic in
+ * Redis, so of two processes racing only one stores): for a value loaded after a miss, which
+ * must never replace a value another client wrote since. *stored (may be NULL): whether this
+ * call stored it (false when the key kept its value, and on error). Blocking, timeouts and
+ * errors as yyc_remote_set. Returns: YYC_OK (also when the key kept its value), YYC_EINVAL,
+ * YYC_ETOOBIG, YYC_ENOMEM, YYC_EIO. Ownership: value copied. */
+YYC_API int yyc_remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
+                                     double ttl_seconds, bool *stored);
 /* Returns: YYC_OK (also when absent), YYC_EINVAL (NULL argument, empty key), YYC_EIO. */
 YYC_API int yyc_remote_remove(yyc_remote *r, const char *key);
 /* *out: whether Redis has the key (its value is not read or checked). Returns: YYC_OK,

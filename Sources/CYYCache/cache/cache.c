@@ -50,8 +50,13 @@ struct yyc_cache {
     _Atomic(yyc_remote *) remote;
     uint64_t remote_listener;
     /* The remote's invalidation epoch whose flush this cache has done: the near tiers are
-     * served only while it equals the remote's current epoch (raised, never lowered). */
+     * served only while it equals the remote's current epoch (raised, never lowered, except to
+     * NEAR_UNSERVED when a removal from the disk tier failed: see near_unserved). */
     atomic_uint_fast64_t flushed_epoch;
+    /* Times near_unserved ran (a flush that began before one does not serve the near tiers). */
+    atomic_uint_fast64_t unserved_marks;
+    /* Monotonic seconds before which no recovery flush is tried (the invalidation thread's). */
+    double next_recovery;
 };
 
 typedef struct bytes {
@@ -155,8 +160,6 @@ static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_l
 static int remote_get_or_load(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
                               yyc_diskcache_load_fn load, void *ctx, void **out_value,
                               size_t *out_len);
-static int remote_set(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
-                      const void *value, size_t len, double ttl);
 static bool remote_contains(yyc_cache *c, yyc_remote *r, const char *key);
 
 /* The memory tier's copy of key, if it holds one whose disk deadline has not passed: copied out
@@ -273,7 +276,12 @@ void yyc_cache_reset_statistics(yyc_cache *c) {
     atomic_store_explicit(&c->insertions, 0, memory_order_relaxed);
 }
 
-/* ttl: seconds for both tiers (INFINITY: never), or NAN for each tier's default. */
+static bool near_trusted(yyc_cache *c, uint64_t epoch);
+static void drop_near(yyc_cache *c, const char *key, size_t key_len);
+
+/* ttl: seconds for both tiers (INFINITY: never), or NAN for each tier's default. With a remote
+ * tier, Redis is written first and the near tiers keep the value only under the three-tier
+ * rules ("Three tiers" below); the rest is the two-level set. */
 static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len, double ttl) {
     if (!c || !key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL argument");
     if (!*key) return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: empty key");
@@ -281,22 +289,33 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
         return yyc__error(YYC_EINVAL, 0, 0, "yyc_cache_set: NULL value with a length");
     size_t key_len = strlen(key);
     yyc_remote *remote = atomic_load_explicit(&c->remote, memory_order_acquire);
-    if (remote) return remote_set(c, remote, key, key_len, value, len, ttl);
+    if (remote && len > YYC_REMOTE_MAX_VALUE)
+        return yyc__error(YYC_ETOOBIG, 0, 0, "yyc_cache_set: the value is over the remote limit");
     /* The memory copy's deadline: the disk entry's, taken before the disk write so that it is
      * never later (the disk's default when the set gives none). */
     double disk_ttl = isnan(ttl) ? yyc_diskcache_default_time_to_live(c->disk) : ttl;
     bytes *b = bytes_new(value, len, yyc__kv_expiry_from_ttl(disk_ttl));
     if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
+    uint64_t epoch = remote ? yyc_remote_invalidation_epoch(remote) : 0;
     uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    bool kept_by_redis = false;
+    if (remote) {
+        /* NaN (each tier's default) and INFINITY are no time to live in Redis; 0 the shortest.
+         * A failure is reported through the remote's error hook; the near tiers go on. */
+        double remote_ttl = isnan(ttl) || isinf(ttl) ? 0 : fmax(ttl, 0.001);
+        kept_by_redis = yyc_remote_set(remote, key, value, len, remote_ttl) == YYC_OK;
+    }
     int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
                         : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
     if (rc != YYC_OK) {
         /* The disk keeps its previous value. Memory forgets the key, unless a newer write came
-         * in meanwhile (then what memory holds is that write's, or nothing). */
+         * in meanwhile (then what memory holds is that write's, or nothing). With Redis, the
+         * disk's previous value is no longer Redis's: both near tiers forget it. */
         bytes_release(NULL, b);
         yyc_error saved;
         yyc_last_error(&saved);
-        yyc_memcache_remove_if_generation(c->memory, key, key_len, generation);
+        if (remote) drop_near(c, key, key_len);
+        else yyc_memcache_remove_if_generation(c->memory, key, key_len, generation);
         return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
                           saved.message);
     }
@@ -312,6 +331,15 @@ static int set_impl(yyc_cache *c, const char *key, const void *value, size_t len
         yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
                                                 &stored);
     bytes_release(NULL, b);
+    if (remote) {
+        /* Kept near only if nothing overlapped and the link vouched for it since before the
+         * Redis write (a value Redis refused stays near until the next flush). */
+        bool vouched = epoch % 2 == 1 && near_trusted(c, epoch);
+        if (!stored || yyc_remote_invalidation_epoch(remote) != epoch ||
+            (kept_by_redis && !vouched))
+            drop_near(c, key, key_len);
+        return YYC_OK;
+    }
     /* Another write on the key (or out of memory): which value the disk kept last is unknown
      * here, so memory forgets the key and the next read takes the disk's. */
     if (!stored) yyc_memcache_remove(c->memory, key, key_len);
@@ -381,33 +409,60 @@ int yyc_cache_remove_all(yyc_cache *c) {
  *     memory tier's write generation, taken before the read: an invalidation changes it);
  *   - an invalidation drops the key from memory, disk, then memory again, so that a back-fill
  *     racing it is either refused by its generation or removed after it (remote_back_fill
- *     checks the generation after its disk write);
- *   - a set writes Redis, then disk, then memory if the generation taken before the Redis write
- *     is unchanged; otherwise (a write overlapped) both near tiers forget the key. A value
+ *     checks the generation after its disk write); when the disk removal fails (another process
+ *     held the folder's lock past the busy timeout), nothing near is served (NEAR_UNSERVED)
+ *     until a flush succeeds: a later invalidation tries one at most every RECOVERY_INTERVAL,
+ *     dropping keys from memory only meanwhile, so a locked disk delays the invalidations by
+ *     one busy timeout per interval at most and the invalidation counts only once no near tier
+ *     can serve the old value;
+ *   - a set (set_impl) writes Redis, then disk, then memory if the generation taken before the
+ * Redis write is unchanged; otherwise (a write overlapped) both near tiers forget the key. A value
  *     written to Redis while the link is down is not kept near (no invalidation would reach
  *     it); a value Redis refused is kept near (the two-level cache goes on while Redis is down
- *     or full), until the next flush.
+ *     or full), until the next flush;
+ *   - a load (remote_get_or_load) reads Redis inside the disk tier's single flight (another
+ *     instance may have loaded the key), else runs the loader and stores its value in Redis
+ *     only if the key has none there (yyc_remote_set_if_absent), and keeps it near under the
+ *     back-fill rules.
  */
 
-/* Drops key from the near tiers: memory, disk, memory (see above). */
+/* flushed_epoch when a removal from the disk tier failed: nothing near is served (every read
+ * goes to Redis) until a flush of the near tiers succeeds. */
+#define NEAR_UNSERVED UINT64_MAX
+/* After a failed recovery flush, seconds before the next try. */
+#define RECOVERY_INTERVAL 5.0
+
+/* A copy that must go could not be removed from the disk tier (another process held its lock
+ * past the busy timeout, or an I/O error): stop serving the near tiers. */
+static void near_unserved(yyc_cache *c) {
+    atomic_fetch_add_explicit(&c->unserved_marks, 1, memory_order_acq_rel);
+    atomic_store_explicit(&c->flushed_epoch, NEAR_UNSERVED, memory_order_release);
+}
+
+/* Drops key from the near tiers: memory, disk, memory (see above). When the disk removal
+ * fails, the near tiers are not served until the next flush. */
 static void drop_near(yyc_cache *c, const char *key, size_t key_len) {
     yyc_memcache_remove(c->memory, key, key_len);
-    yyc_diskcache_remove(c->disk, key);
+    if (yyc_diskcache_remove(c->disk, key) != YYC_OK) near_unserved(c);
     yyc_memcache_remove(c->memory, key, key_len);
 }
 
 /* Empties the near tiers, then records that epoch's flush done (unless the disk failed: then
- * the near tiers stay unserved until the next flush). */
-static void flush_near(yyc_cache *c, uint64_t epoch) {
+ * the near tiers stay unserved until the next flush, as they do when a removal failed since
+ * the flush began). Returns the disk's status. */
+static int flush_near(yyc_cache *c, uint64_t epoch) {
+    uint64_t marks = atomic_load_explicit(&c->unserved_marks, memory_order_acquire);
     yyc_memcache_remove_all(c->memory);
     int rc = yyc_diskcache_remove_all(c->disk);
     yyc_memcache_remove_all(c->memory);
-    if (rc != YYC_OK) return;
+    if (rc != YYC_OK) return rc;
     uint64_t seen = atomic_load_explicit(&c->flushed_epoch, memory_order_acquire);
-    while (seen < epoch &&
+    while ((seen < epoch || seen == NEAR_UNSERVED) &&
+           atomic_load_explicit(&c->unserved_marks, memory_order_acquire) == marks &&
            !atomic_compare_exchange_weak_explicit(&c->flushed_epoch, &seen, epoch,
                                                   memory_order_acq_rel, memory_order_acquire)) {
     }
+    return YYC_OK;
 }
 
 static void on_remote_event(void *ctx, yyc_remote_event event, const char *key, size_t key_len,
@@ -421,12 +476,25 @@ static void on_remote_event(void *ctx, yyc_remote_event event, const char *key, 
     char small[256];
     char *k = key_len < sizeof small ? small : malloc(key_len + 1);
     if (!k) { /* out of memory: forget everything rather than keep a stale copy */
-        flush_near(c, yyc_remote_invalidation_epoch(yyc_cache_remote(c)));
+        flush_near(c, epoch);
         return;
     }
     memcpy(k, key, key_len);
     k[key_len] = '\0';
-    drop_near(c, k, key_len);
+    if (atomic_load_explicit(&c->flushed_epoch, memory_order_acquire) != NEAR_UNSERVED) {
+        drop_near(c, k, key_len);
+        if (atomic_load_explicit(&c->flushed_epoch, memory_order_acquire) == NEAR_UNSERVED)
+            c->next_recovery = yyc__monotonic_now() + RECOVERY_INTERVAL; /* the disk is stuck */
+    } else {
+        /* Nothing near is served: memory drops the key (its write generation changes, so no
+         * back-fill racing this keeps it), and the disk is emptied by the recovery flush, tried
+         * here at most every RECOVERY_INTERVAL seconds so that a disk still locked delays the
+         * invalidations by at most one busy timeout per interval. */
+        yyc_memcache_remove(c->memory, k, key_len);
+        double now = yyc__monotonic_now();
+        if (now >= c->next_recovery && flush_near(c, epoch) != YYC_OK)
+            c->next_recovery = now + RECOVERY_INTERVAL;
+    }
     if (k != small) free(k);
 }
 
@@ -505,9 +573,10 @@ static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_l
                       void **out_value, size_t *out_len) {
     uint64_t epoch = yyc_remote_invalidation_epoch(r);
     bool trusted = near_trusted(c, epoch);
-    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
+    uint64_t generation; /* before any look (memory_get takes it on its way) */
     int hit_rc;
-    if (trusted && memory_get(c, key, key_len, &generation, out_value, out_len, &hit_rc) == YYC_OK)
+    if (!trusted) generation = yyc_memcache_generation(c->memory, key, key_len);
+    else if (memory_get(c, key, key_len, &generation, out_value, out_len, &hit_rc) == YYC_OK)
         return hit_rc;
     void *value = NULL;
     size_t len = 0;
@@ -529,43 +598,6 @@ static int remote_get(yyc_cache *c, yyc_remote *r, const char *key, size_t key_l
     if (trusted) remote_back_fill(c, r, key, key_len, value, len, ttl, generation, epoch);
     *out_value = value;
     *out_len = len;
-    return YYC_OK;
-}
-
-static int remote_set(yyc_cache *c, yyc_remote *r, const char *key, size_t key_len,
-                      const void *value, size_t len, double ttl) {
-    if (len > YYC_REMOTE_MAX_VALUE)
-        return yyc__error(YYC_ETOOBIG, 0, 0, "yyc_cache_set: the value is over the remote limit");
-    /* The memory copy's deadline: the disk entry's (as set_impl). */
-    double disk_ttl = isnan(ttl) ? yyc_diskcache_default_time_to_live(c->disk) : ttl;
-    bytes *b = bytes_new(value, len, yyc__kv_expiry_from_ttl(disk_ttl));
-    if (!b) return yyc__error(YYC_ENOMEM, 0, 0, "yyc_cache_set: out of memory");
-    uint64_t epoch = yyc_remote_invalidation_epoch(r);
-    uint64_t generation = yyc_memcache_generation(c->memory, key, key_len);
-    /* NaN (each tier's default) and INFINITY are no time to live in Redis; 0 is the shortest. */
-    double remote_ttl = isnan(ttl) || isinf(ttl) ? 0 : fmax(ttl, 0.001);
-    bool kept_by_redis = yyc_remote_set(r, key, value, len, remote_ttl) == YYC_OK;
-    int rc = isnan(ttl) ? yyc_diskcache_set(c->disk, key, value, len, NULL, 0)
-                        : yyc_diskcache_set_with_ttl(c->disk, key, value, len, NULL, 0, ttl);
-    if (rc != YYC_OK) {
-        bytes_release(NULL, b);
-        yyc_error saved;
-        yyc_last_error(&saved);
-        drop_near(c, key, key_len); /* the disk's previous value is no longer Redis's */
-        return yyc__error(saved.code ? saved.code : rc, saved.sqlite_code, saved.sys_errno, "%s",
-                          saved.message);
-    }
-    atomic_fetch_add_explicit(&c->insertions, 1, memory_order_relaxed);
-    bool stored = false;
-    if (isnan(ttl))
-        yyc_memcache_set_if_generation(c->memory, key, key_len, b, len, generation, &stored);
-    else
-        yyc_memcache_set_if_generation_with_ttl(c->memory, key, key_len, b, len, generation, ttl,
-                                                &stored);
-    bytes_release(NULL, b);
-    bool vouched = epoch % 2 == 1 && near_trusted(c, epoch);
-    if (!stored || yyc_remote_invalidation_epoch(r) != epoch || (kept_by_redis && !vouched))
-        drop_near(c, key, key_len);
     return YYC_OK;
 }
 
@@ -591,7 +623,7 @@ static int load_through_remote(void *ctx, const char *key, void **out_value, siz
     if (yyc_remote_get(rl->remote, key, out_value, out_len) == YYC_OK) return YYC_OK;
     int rc = rl->load(rl->ctx, key, out_value, out_len);
     /* Not over a write of the key made since the miss (by this process or another): newer. */
-    if (rc == YYC_OK) yyc__remote_set_if_absent(rl->remote, key, *out_value, *out_len, 0);
+    if (rc == YYC_OK) yyc_remote_set_if_absent(rl->remote, key, *out_value, *out_len, 0, NULL);
     return rc;
 }
 

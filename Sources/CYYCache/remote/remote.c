@@ -102,25 +102,9 @@ static int reply_error(const char *what, const redisReply *reply) {
 
 static bool bad_key(const char *key) { return !key || !*key; }
 
-int yyc_remote_get_with_ttl(yyc_remote *r, const char *key, void **value, size_t *len,
-                            double *ttl_seconds) {
-    if (!value || !len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_get: NULL output");
-    *value = NULL;
-    *len = 0;
-    if (ttl_seconds) *ttl_seconds = INFINITY;
-    if (!r || bad_key(key)) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_get: NULL or empty");
-    redis_key k;
-    if (make_key(r, key, &k) != YYC_OK) return failed(r);
-    const char *get_argv[2] = {"GET", k.str}, *ttl_argv[2] = {"PTTL", k.str};
-    size_t klens[2] = {3, k.len}, tlens[2] = {4, k.len};
-    const int argc[2] = {2, 2};
-    const char **const argv[2] = {get_argv, ttl_argv};
-    const size_t *const lens[2] = {klens, tlens};
-    redisReply *replies[2] = {NULL, NULL};
-    int rc = run(r, ttl_seconds ? 2 : 1, argc, argv, lens, replies);
-    free_key(&k);
-    if (rc != YYC_OK) return failed(r);
-    redisReply *got = replies[0], *ttl = replies[1];
+int yyc__remote_get_reply(const redisReply *got, const redisReply *ttl, void **value, size_t *len,
+                          double *ttl_seconds) {
+    int rc;
     if (got->type == REDIS_REPLY_ERROR && strncmp(got->str, "WRONGTYPE", 9) == 0)
         rc = yyc__error(YYC_ECORRUPT, 0, 0, "remote get: not a string value (a foreign key)");
     else if (got->type == REDIS_REPLY_ERROR) rc = reply_error("get", got);
@@ -145,6 +129,28 @@ int yyc_remote_get_with_ttl(yyc_remote *r, const char *key, void **value, size_t
                 *ttl_seconds = (double)ttl->integer / 1000.0;
         }
     }
+    return rc;
+}
+
+int yyc_remote_get_with_ttl(yyc_remote *r, const char *key, void **value, size_t *len,
+                            double *ttl_seconds) {
+    if (!value || !len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_get: NULL output");
+    *value = NULL;
+    *len = 0;
+    if (ttl_seconds) *ttl_seconds = INFINITY;
+    if (!r || bad_key(key)) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_get: NULL or empty");
+    redis_key k;
+    if (make_key(r, key, &k) != YYC_OK) return failed(r);
+    const char *get_argv[2] = {"GET", k.str}, *ttl_argv[2] = {"PTTL", k.str};
+    size_t klens[2] = {3, k.len}, tlens[2] = {4, k.len};
+    const int argc[2] = {2, 2};
+    const char **const argv[2] = {get_argv, ttl_argv};
+    const size_t *const lens[2] = {klens, tlens};
+    redisReply *replies[2] = {NULL, NULL};
+    int rc = run(r, ttl_seconds ? 2 : 1, argc, argv, lens, replies);
+    free_key(&k);
+    if (rc != YYC_OK) return failed(r);
+    rc = yyc__remote_get_reply(replies[0], replies[1], value, len, ttl_seconds);
     for (int i = 0; i < 2; i++)
         if (replies[i]) freeReplyObject(replies[i]);
     if (rc == YYC_OK) {
@@ -166,9 +172,11 @@ int yyc_remote_get(yyc_remote *r, const char *key, void **value, size_t *len) {
     return yyc_remote_get_with_ttl(r, key, value, len, NULL);
 }
 
-/* SET, or SET NX when if_absent (a key that has a value keeps it; still YYC_OK). */
+/* SET, or SET NX when if_absent (a key that has a value keeps it; still YYC_OK). *stored (may
+ * be NULL): whether Redis stored it (SET NX answers nil when it did not). */
 static int set_impl(yyc_remote *r, const char *key, const void *value, size_t len,
-                    double ttl_seconds, bool if_absent) {
+                    double ttl_seconds, bool if_absent, bool *stored_out) {
+    if (stored_out) *stored_out = false;
     if (!r || bad_key(key)) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_set: NULL or empty");
     if (!value && len) return yyc__error(YYC_EINVAL, 0, 0, "yyc_remote_set: NULL value");
     if (isnan(ttl_seconds) || ttl_seconds < 0)
@@ -204,6 +212,7 @@ static int set_impl(yyc_remote *r, const char *key, const void *value, size_t le
     free_key(&k);
     if (rc == YYC_OK) {
         if (reply->type == REDIS_REPLY_ERROR) rc = reply_error("set", reply);
+        else if (stored_out) *stored_out = reply->type != REDIS_REPLY_NIL;
         freeReplyObject(reply);
     }
     return rc == YYC_OK ? YYC_OK : failed(r);
@@ -211,12 +220,12 @@ static int set_impl(yyc_remote *r, const char *key, const void *value, size_t le
 
 int yyc_remote_set(yyc_remote *r, const char *key, const void *value, size_t len,
                    double ttl_seconds) {
-    return set_impl(r, key, value, len, ttl_seconds, false);
+    return set_impl(r, key, value, len, ttl_seconds, false, NULL);
 }
 
-int yyc__remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
-                              double ttl_seconds) {
-    return set_impl(r, key, value, len, ttl_seconds, true);
+int yyc_remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
+                             double ttl_seconds, bool *stored) {
+    return set_impl(r, key, value, len, ttl_seconds, true, stored);
 }
 
 /* One command on a key whose reply is an integer (DEL, EXISTS). */

@@ -27,12 +27,6 @@ typedef struct yyc__remote_url {
 
 /* Returns YYC_OK, YYC_EINVAL (with a message naming what is wrong; the password never appears
  * in it), YYC_ENOMEM. On error *out is all NULL/0. */
-/* yyc_remote_set that stores only when the key has no value in Redis (SET NX): a loaded value
- * never replaces a write made since the miss. Returns: as yyc_remote_set (YYC_OK also when the
- * key kept its value). */
-int yyc__remote_set_if_absent(yyc_remote *r, const char *key, const void *value, size_t len,
-                              double ttl_seconds);
-
 int yyc__remote_url_parse(const char *url, yyc__remote_url *out);
 void yyc__remote_url_free(yyc__remote_url *u);
 
@@ -50,6 +44,13 @@ int yyc__remote_value_encode(const void *value, size_t len, char **out, size_t *
  * YYC_ECORRUPT (with the reason in *why, a static string). */
 int yyc__remote_value_decode(const char *stored, size_t stored_len, const char **value, size_t *len,
                              const char **why);
+
+/* Reads the replies of GET and PTTL (ttl NULL when not asked) as yyc_remote_get_with_ttl
+ * returns them: YYC_OK (*value malloc'd, *len, *ttl_seconds when the PTTL says), YYC_NOTFOUND,
+ * YYC_ECORRUPT (not a value this library wrote), YYC_EIO (an error reply), YYC_ENOMEM; errors
+ * recorded by yyc__error. Any reply, of any type and contents, is safe to pass (remote.c). */
+int yyc__remote_get_reply(const redisReply *got, const redisReply *ttl, void **value, size_t *len,
+                          double *ttl_seconds);
 
 /* ---- one connection (remote_conn.c) ---- */
 

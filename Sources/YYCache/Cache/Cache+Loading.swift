@@ -8,7 +8,8 @@
 // miss on the same key (in both tiers) run the loader once and all receive its value or its
 // error; the value is stored in both tiers like setValue(_:forKey:) (each tier's default time
 // to live), unless a write of the key came in since the miss (that write stays in both tiers:
-// a loaded value never replaces it); an error stores nothing.
+// a loaded value never replaces it); an error stores nothing. With a remote tier the loaded value
+// goes to Redis too, only if the key has none there (RemoteCache/Cache+Remote.swift).
 extension Cache {
     /// The value for `key` from memory or disk, or the one `load` produces, stored in both
     /// tiers and returned. Concurrent callers of the same missing key run `load` once (on the
@@ -33,8 +34,12 @@ extension Cache {
         try LoadScope.check(marker)
         return try flights.run(key) {
             try LoadScope.run(marker) {
-                // A load that finished between this caller's miss and its flight stored the value.
-                if let value = memoryValue(forKey: key) { return value }
+                // A load that finished between this caller's miss and its flight stored the value
+                // (with a remote tier: maybe another instance's, in Redis).
+                let epoch = remoteTier?.remote.invalidationEpoch ?? 0
+                if let value = try loadedMeanwhile(forKey: key, generation: generation, epoch: epoch) {
+                    return value
+                }
                 let clock = ContinuousClock()
                 let start = clock.now
                 let value: Value
@@ -45,7 +50,7 @@ extension Cache {
                     throw error
                 }
                 counters.load(ok: true, clock.now - start)
-                try storeLoaded(value, forKey: key, generation: generation)
+                try storeLoaded(value, forKey: key, generation: generation, epoch: epoch)
                 return value
             }
         }
@@ -75,7 +80,10 @@ extension Cache {
         try LoadScope.check(marker)
         return try await asyncLoads.value(for: key) { [self] in
             try await LoadScope.run(marker) {
-                if let value = memoryValue(forKey: key) { return value }
+                let epoch = remoteTier?.remote.invalidationEpoch ?? 0
+                if let value = try await loadedMeanwhile(forKey: key, generation: generation, epoch: epoch) {
+                    return value
+                }
                 let clock = ContinuousClock()
                 let start = clock.now
                 let value: Value
@@ -87,7 +95,7 @@ extension Cache {
                 }
                 counters.load(ok: true, clock.now - start)
                 // Stored even when every caller has left meanwhile (the load is done).
-                try await Task { try await storeLoaded(value, forKey: key, generation: generation) }
+                try await Task { try await storeLoaded(value, forKey: key, generation: generation, epoch: epoch) }
                     .value
                 return value
             }
@@ -98,8 +106,12 @@ extension Cache {
 extension Cache {
     /// Stores a loaded value: on disk only if the key has no value there when it commits (a
     /// write since the miss stays), then in memory unless the key was written since
-    /// `generation` (taken before the miss).
-    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64) throws {
+    /// `generation` (taken before the miss). With a remote tier: Redis first, if the key has
+    /// no value there (`epoch`: the invalidation link's, read before the flight's Redis read).
+    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64, epoch: UInt64) throws {
+        if let tier = remoteTier {
+            return try remoteStoreLoaded(value, forKey: key, generation: generation, epoch: epoch, tier: tier)
+        }
         let data = try diskCache.encode(value)
         guard try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: nil, ifAbsent: true)
         else { return }
@@ -108,9 +120,14 @@ extension Cache {
             timeToLive: memoryTimeToLive(nil))
     }
 
-    /// The async twin of `storeLoaded(_:forKey:generation:)` (the disk write off the
-    /// cooperative pool).
-    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64) async throws {
+    /// The async twin of `storeLoaded(_:forKey:generation:epoch:)` (the disk and Redis writes
+    /// off the cooperative pool).
+    func storeLoaded(_ value: Value, forKey key: String, generation: UInt64, epoch: UInt64) async throws {
+        if remoteTier != nil {
+            return try await RemoteCache.onQueue {
+                try self.storeLoaded(value, forKey: key, generation: generation, epoch: epoch)
+            }
+        }
         let data = try diskCache.encode(value)
         let disk = diskCache
         let stored = try await disk.onDiskQueue {

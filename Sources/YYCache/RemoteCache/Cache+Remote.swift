@@ -67,6 +67,19 @@ extension Cache {
             counters.hit()
             return try backFill(found.0, forKey: key, generation: generation, timeToLive: found.1)
         }
+        guard let value = try fetchFromRemote(key, tier: tier, epoch: epoch, generation: generation) else {
+            counters.miss()
+            return nil
+        }
+        counters.hit()
+        return value
+    }
+
+    /// Reads `key` from Redis (a failure is reported and is a miss) and copies it near under the
+    /// rules above: `epoch` was read before the Redis read and `generation` before that.
+    private func fetchFromRemote(_ key: String, tier: CacheRemoteTier<Value>, epoch: UInt64, generation: UInt64)
+        throws -> Value?
+    {
         let found: (Data, Double)?
         do {
             found = try tier.remote.dataAndTimeToLive(forKey: key)
@@ -74,14 +87,9 @@ extension Cache {
             reportRemote(error)
             found = nil
         }
-        guard let (data, ttl) = found else {
-            counters.miss()
-            return nil
-        }
-        counters.hit()
+        guard let (data, ttl) = found else { return nil }
         let value = try diskCache.decode(Value.self, from: data)
-        guard trusted, epoch % 2 == 1 else { return value }
-        // The near copies, under the rules above.
+        guard tier.isTrusted(epoch), epoch % 2 == 1 else { return value }
         do {
             try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: ttl)
         } catch {
@@ -96,6 +104,58 @@ extension Cache {
             timeToLive: ttl)
         if tier.remote.invalidationEpoch != epoch { tier.drop(key) }
         return value
+    }
+
+    // MARK: Loading (Cache+Loading.swift calls these inside the load's single flight).
+    //
+    // As in C's yyc_cache_get_or_load: another instance may have loaded the key since this
+    // caller's miss, so Redis is read first; else the loaded value goes to Redis only if the key
+    // has none there (SET NX: a set made meanwhile by any process is newer and stays), and near
+    // under the rules of a back-fill (the link up and trusted at `epoch`, read before the Redis
+    // read; no write or invalidation of the key since `generation`, read before the miss).
+
+    /// A value stored since this caller's miss (`epoch`: the link's epoch, read first).
+    func loadedMeanwhile(forKey key: String, generation: UInt64, epoch: UInt64) throws -> Value? {
+        guard let tier = remoteTier else { return memoryValue(forKey: key) }
+        if tier.isTrusted(epoch), let value = memoryValue(forKey: key) { return value }
+        return try fetchFromRemote(key, tier: tier, epoch: epoch, generation: generation)
+    }
+
+    /// The async twin (the Redis read off the cooperative pool).
+    func loadedMeanwhile(forKey key: String, generation: UInt64, epoch: UInt64) async throws -> Value? {
+        guard remoteTier != nil else { return memoryValue(forKey: key) }
+        return try await RemoteCache.onQueue {
+            try self.loadedMeanwhile(forKey: key, generation: generation, epoch: epoch)
+        }
+    }
+
+    /// Stores a loaded value in Redis if the key has none there, then near (see above).
+    func remoteStoreLoaded(
+        _ value: Value, forKey key: String, generation: UInt64, epoch: UInt64, tier: CacheRemoteTier<Value>
+    ) throws {
+        let data = try diskCache.encode(value)
+        var storedInRedis = false
+        do {
+            storedInRedis = try tier.remote.setDataIfAbsent(data, forKey: key)
+        } catch let error as CacheError where error.code == .tooLarge || error.code == .invalidArgument {
+            throw error
+        } catch {
+            reportRemote(error)
+        }
+        guard epoch % 2 == 1, tier.isTrusted(epoch),
+            try diskCache.store(data, forKey: key, extendedData: nil, timeToLive: nil, ifAbsent: true)
+        else {
+            if storedInRedis { counters.insertion() }
+            return
+        }
+        if memoryCache.writeGeneration(forKey: key) != generation || tier.remote.invalidationEpoch != epoch {
+            counters.insertion()
+            tier.drop(key)
+            return
+        }
+        storeInMemory(
+            value, byteCount: data.count, forKey: key, generation: generation, timeToLive: memoryTimeToLive(nil))
+        if tier.remote.invalidationEpoch != epoch { tier.drop(key) }
     }
 
     func remoteStore(_ value: Value, forKey key: String, timeToLive: Double?, tier: CacheRemoteTier<Value>) throws {
@@ -163,8 +223,9 @@ final class CacheRemoteTier<Value: Codable & Sendable>: Sendable {
     let remote: RemoteCache
     let memoryCache: MemoryCache<String, Value>
     let diskCache: DiskCache
-    /// The link epoch whose flush is done (raised, never lowered).
-    private let flushedEpoch = Protected<UInt64>(0)
+    /// Which link epoch's flush is done, and whether the near tiers are unserved (see
+    /// `markUnserved`).
+    private let state = Protected(NearState())
     /// The C listener's context and id.
     private let listener: RemoteListener
     nonisolated(unsafe) private var listenerID: UInt64 = 0
@@ -177,7 +238,7 @@ final class CacheRemoteTier<Value: Codable & Sendable>: Sendable {
         self.listener = listener
         listener.onEvent = { [weak self] key, epoch in
             guard let self else { return }
-            if let key { self.drop(key) } else { try? self.flush(epoch: epoch) }
+            if let key { self.invalidate(key, epoch: epoch) } else { try? self.flush(epoch: epoch) }
         }
         var id: UInt64 = 0
         yyc_remote_add_listener(
@@ -189,18 +250,25 @@ final class CacheRemoteTier<Value: Codable & Sendable>: Sendable {
         yyc_remote_remove_listener(remote.pointer, listenerID)
     }
 
-    func isTrusted(_ epoch: UInt64) -> Bool { flushedEpoch.withLock { $0 } == epoch }
+    func isTrusted(_ epoch: UInt64) -> Bool { state.withLock { $0.flushedEpoch } == epoch }
+
+    /// Whether a failed disk removal stopped the near tiers from being served.
+    private var isUnserved: Bool { state.withLock { $0.flushedEpoch } == NearState.unserved }
 
     /// Drops `key` from memory, disk, then memory again (a back-fill racing it is refused by its
-    /// write generation or removed after it).
+    /// write generation or removed after it). When the disk removal fails (another process held
+    /// the folder's lock past the busy timeout, or an I/O error), the near tiers are not served
+    /// until a flush succeeds.
     func drop(_ key: String) {
         memoryCache.removeValue(forKey: key)
-        try? diskCache.removeValue(forKey: key)
+        do { try diskCache.removeValue(forKey: key) } catch { markUnserved() }
         memoryCache.removeValue(forKey: key)
     }
 
-    /// Empties the near tiers, then records `epoch`'s flush as done (not when the disk failed).
+    /// Empties the near tiers, then records `epoch`'s flush as done (not when the disk failed,
+    /// nor when a removal failed since the flush began).
     func flush(epoch: UInt64) throws {
+        let marks = state.withLock { $0.unservedMarks }
         memoryCache.removeAllValues()
         do {
             try diskCache.removeAllValues()
@@ -209,8 +277,54 @@ final class CacheRemoteTier<Value: Codable & Sendable>: Sendable {
             throw error
         }
         memoryCache.removeAllValues()
-        flushedEpoch.withLock { $0 = max($0, epoch) }
+        state.withLock {
+            if $0.unservedMarks == marks, $0.flushedEpoch < epoch || $0.flushedEpoch == NearState.unserved {
+                $0.flushedEpoch = epoch
+            }
+        }
     }
+
+    private func markUnserved() {
+        state.withLock {
+            $0.unservedMarks &+= 1
+            $0.flushedEpoch = NearState.unserved
+        }
+    }
+
+    /// An invalidation (on the link's thread). While the near tiers are unserved, memory drops
+    /// the key and the disk is emptied by a recovery flush, tried at most every
+    /// `NearState.recoveryInterval`, so that a disk still locked delays the invalidations by at
+    /// most one busy timeout per interval.
+    func invalidate(_ key: String, epoch: UInt64) {
+        let now = ContinuousClock.now
+        guard isUnserved else {
+            drop(key)
+            if isUnserved {
+                state.withLock { $0.nextRecovery = now + NearState.recoveryInterval }
+            }
+            return
+        }
+        memoryCache.removeValue(forKey: key)
+        guard state.withLock({ $0.nextRecovery.map { now >= $0 } ?? true }) else { return }
+        do {
+            try flush(epoch: epoch)
+        } catch {
+            state.withLock { $0.nextRecovery = now + NearState.recoveryInterval }
+        }
+    }
+}
+
+/// The near tiers' standing with the invalidation link (the rules of cache.c's flushed_epoch).
+struct NearState: Sendable {
+    /// `flushedEpoch` while the near tiers are unserved (a disk removal failed).
+    static let unserved = UInt64.max
+    static let recoveryInterval = Duration.seconds(5)
+    /// The link epoch whose flush is done (raised, never lowered but to `unserved`).
+    var flushedEpoch: UInt64 = 0
+    /// Times the near tiers became unserved (a flush that began before does not serve them).
+    var unservedMarks: UInt64 = 0
+    /// No recovery flush before this.
+    var nextRecovery: ContinuousClock.Instant?
 }
 
 /// The context of the C listener: a key dropped (`nil`: everything, at the given epoch).

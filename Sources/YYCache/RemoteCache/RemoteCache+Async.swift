@@ -21,6 +21,15 @@ extension RemoteCache {
         try await Self.onQueue { try self.setData(data, forKey: key, timeToLive: timeToLive) }
     }
 
+    /// The async twin of ``setDataIfAbsent(_:forKey:timeToLive:)``.
+    ///
+    /// - Throws: `CancellationError` if cancelled before it starts (nothing is written);
+    ///   ``CacheError``.
+    @discardableResult
+    public func setDataIfAbsent(_ data: Data, forKey key: String, timeToLive: Duration? = nil) async throws -> Bool {
+        try await Self.onQueue { try self.setDataIfAbsent(data, forKey: key, timeToLive: timeToLive) }
+    }
+
     /// The async twin of ``removeData(forKey:)``.
     ///
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.

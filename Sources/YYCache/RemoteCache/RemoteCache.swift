@@ -149,6 +149,34 @@ public final class RemoteCache: Sendable {
         try CacheError.check(status)
     }
 
+    /// Stores `data` for `key` only if Redis has no value for it (one atomic `SET NX`): for a
+    /// value loaded after a miss, which must never replace a value another client wrote since.
+    ///
+    /// - Parameters:
+    ///   - data: The bytes (at most 64 MiB).
+    ///   - key: A non-empty key without NUL.
+    ///   - timeToLive: How long Redis keeps it; `nil`: ``RemoteConfiguration/defaultTimeToLive``.
+    /// - Returns: Whether it was stored (`false`: the key kept its value).
+    /// - Throws: ``CacheError`` (``CacheError/Code/invalidArgument``,
+    ///   ``CacheError/Code/tooLarge``, ``CacheError/Code/io``).
+    ///
+    /// The corresponding C function is `yyc_remote_set_if_absent`.
+    @_disfavoredOverload
+    @discardableResult
+    public func setDataIfAbsent(_ data: Data, forKey key: String, timeToLive: Duration? = nil) throws -> Bool {
+        guard CStrings.isStorableKey(key) else {
+            throw CacheError.invalidArgument("the key is empty or contains NUL")
+        }
+        let ttl = (timeToLive ?? configuration.defaultTimeToLive)?.seconds ?? 0
+        guard ttl >= 0 else { throw CacheError.invalidArgument("the time to live is negative") }
+        var stored = false
+        let status = data.withUnsafeBytes { raw in
+            yyc_remote_set_if_absent(pointer, key, raw.baseAddress, raw.count, ttl, &stored)
+        }
+        try CacheError.check(status)
+        return stored
+    }
+
     /// Removes `key`'s value (nothing when absent).
     ///
     /// - Throws: ``CacheError`` (``CacheError/Code/io``).
