@@ -23,7 +23,8 @@
 #                several processes, the model fuzz of test_bad_input, the two-level cache's
 #                consistency races) under the dev, asan and tsan presets; knobs YYC_SOAK_CYCLES,
 #                YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS, YYC_CONSISTENCY_ROUNDS (the Swift
-#                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency).
+#                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency);
+#                it also sets YYC_SOAK=1, which gives the other stress tests their long rounds.
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | foundation-check | readme | docs | swift-test |
@@ -377,14 +378,15 @@ FUZZ_ARGS ?=
 # Seconds one input may take before libFuzzer calls it a hang.
 FUZZ_TIMEOUT ?= 30
 # Inputs per target for the fixed-seed smoke run of `make test` (-seed=1; 5-15 s each on 2
-# busy cores: from the corpus the disk targets run ~250 inputs/s, the memory cache ~200, most of
-# its time in thread switches to and from the library's worker).
-# FUZZ_SMOKE_RUNS is the default for a target without its own variable.
-FUZZ_SMOKE_RUNS ?= 1500
-FUZZ_SMOKE_RUNS_memcache ?= 2000
-FUZZ_SMOKE_RUNS_kv ?= 1500
-FUZZ_SMOKE_RUNS_disk ?= 1500
-FUZZ_SMOKE_RUNS_manifest ?= 600
+# busy cores, the corpus replay included: from the corpus the disk targets run 40-60 inputs/s, the
+# memory cache ~120, most of its time in thread switches to and from the library's worker; the
+# long runs are `make fuzz`'s). FUZZ_SMOKE_RUNS is the default for a target without its own
+# variable.
+FUZZ_SMOKE_RUNS ?= 700
+FUZZ_SMOKE_RUNS_memcache ?= 1000
+FUZZ_SMOKE_RUNS_kv ?= 700
+FUZZ_SMOKE_RUNS_disk ?= 700
+FUZZ_SMOKE_RUNS_manifest ?= 300
 # The disk targets make a folder per input: on tmpfs when there is one.
 FUZZ_TMPDIR ?= $(if $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo y),/dev/shm,/tmp)
 FUZZ_SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -537,17 +539,23 @@ YYC_SOAK_OPS ?= 500000
 YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
-# Rounds of each two-level consistency race (test_cache_consistency; 400 in make test, 100 under
+# Rounds of each two-level consistency race (test_cache_consistency; 120 in make test, 100 under
 # TSan) and of the Swift CacheConsistencyTests (200 in make test). Measured here: 100 remove-all
 # rounds take ~9 s under TSan, 1000 ~65 s in dev (it grows faster than linearly), so 1000 stay
 # under the cases' 300 s ctest TIMEOUT.
 YYC_CONSISTENCY_ROUNDS ?= 1000
 SOAK_PRESETS ?= dev asan tsan
-SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency|fault_loop)\.
+# YYC_SOAK=1 gives the other stress tests (SOAK_TESTS) their long rounds (TEST_SOAK_OR in
+# Tests/C/test_support.h: WAL and fork rounds of test_checkpoints, the four policies' races of
+# test_memory_cache_concurrency, the model runs of test_policies, test_crc32c's megabyte);
+# YYC_CRASHPOINT_STRIDE=1 checks every crash point (`make test`: every second, third under TSan).
+YYC_CRASHPOINT_STRIDE ?= 1
+SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency|fault_loop|checkpoints|memory_cache_concurrency|policies|crc32c)\.
 SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): |^[0-9]+: [a-z_]+_survives_every_fault: [0-9]+ points|^[0-9]+: skipped: 
 soak: deps
 	@results=(); failed=0; start=$$(date +%s); mkdir -p $(BUILD_DIR)/soak; \
-	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1; \
+	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1 YYC_SOAK=1 \
+	  YYC_CRASHPOINT_STRIDE=$(YYC_CRASHPOINT_STRIDE); \
 	for p in $(SOAK_PRESETS); do \
 	  inputs=$(YYC_FUZZ_INPUTS); [ $$p = dev ] || inputs=$(SOAK_SAN_FUZZ_INPUTS); \
 	  log=$(BUILD_DIR)/soak/$$p.log; t0=$$(date +%s); \

@@ -4,6 +4,8 @@
  */
 #include "test_kv_support.h"
 
+#include "kv/kv_private.h" /* yyc__kv_testing_set_default_busy_timeout */
+
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -647,13 +649,15 @@ static void disk_cache_a_data_file_deleted_behind_its_back_is_a_miss(void **stat
 static void disk_cache_a_locked_manifest_gives_busy_and_keeps_the_data(void **state) {
     (void)state;
     char *dir = test_temp_dir("dc-busy");
+    yyc__kv_testing_set_default_busy_timeout(200);
     yyc_diskcache *dc = open_dc(dir, 4);
+    yyc__kv_testing_set_default_busy_timeout(0);
     tk_set_str(dc, "a", "A");
     tk_set_str(dc, "b", "in a file");
     sqlite3 *other = tk_raw_open(dir);
     tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
-    /* Refused after the busy timeout (5 s), not at once and not forever; tests never assert on
-     * durations, only on the outcome. */
+    /* Refused after the busy timeout (5 s, shortened here), not at once and not forever; tests
+     * never assert on durations, only on the outcome. */
     assert_int_equal(yyc_diskcache_set(dc, "c", "C", 1, NULL, 0), YYC_EBUSY);
     tk_raw_exec(other, "rollback");
     sqlite3_close(other);

@@ -332,6 +332,10 @@ int64_t yyc__kv_testing_mmap_size_pragma(yyc_kv *kv);
 int yyc__kv_checkpoint_jobs_in_sqlite(void);
 /* Testing: how many times the storage summed its manifest for its totals (kv_totals.c). */
 uint64_t yyc__kv_totals_scans(const yyc_kv *kv);
+/* Testing: the busy timeout (milliseconds) of every storage opened from now on, in the whole
+ * process (0: back to YYC__KV_BUSY_TIMEOUT_MS), so a test of a locked manifest need not wait the
+ * real 5 s. Thread-safe. */
+void yyc__kv_testing_set_default_busy_timeout(int ms);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */
