@@ -167,7 +167,8 @@ deps:
 	  echo "deps: run as root, or: sudo apt-get install -y$$missing" >&2; \
 	  exit 1; \
 	fi; \
-	echo "deps: installing$$missing"; \
+	echo "deps: make $(or $(MAKECMDGOALS),$(.DEFAULT_GOAL)) needs Debian packages that are missing:$$missing"; \
+	echo "deps: installing them now: $(APT_GET) update && $(APT_GET) install -y$$missing"; \
 	$(APT_GET) update -q; \
 	DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -q --no-install-recommends $$missing
 
@@ -288,14 +289,17 @@ version-check: lib-dev
 consumer: lib-dev lib-static
 	$(TOOLS_ENV) CMAKE=$(CMAKE) scripts/consumer-test.sh $(DEV_DIR) $(STATIC_DIR)
 
-# Every code block of README.md, built and run as a user would (scripts/readme-examples.py):
-# the Swift quick start as a SwiftPM package that depends on this checkout by path (kept in
-# $(SWIFT_SCRATCH)/readme-app so that SwiftPM rebuilds only what changed), the C ones against
-# the dev build installed to a temporary prefix, the CMake one in a tiny project, and the shell
-# ones, the inspector's included, on the cache the Swift example left. Blocks marked "not run"
-# are skipped; a block with no marker fails the step.
-readme: lib-dev need-swift
-	CMAKE=$(CMAKE) README_APP_DIR=$(abspath $(SWIFT_SCRATCH))/readme-app scripts/readme-examples.py $(DEV_DIR)
+# Every code block of README.md, built and run as a user would (scripts/readme-examples.py), in a
+# clean environment (env -i: PATH, a fresh HOME, what a login shell sets) with the run blocks as
+# one shell session: the C install of the README builds a copy of the checkout (kept in
+# $(SWIFT_SCRATCH)/readme-app/clone, so that CMake rebuilds only what changed) and installs it to
+# the user prefix the README names, with the variables the README says to set; the C examples,
+# the CMake consumer and the installed inspector then work from there or fail the step. The Swift
+# quick start is a SwiftPM package that depends on this checkout by path (kept in
+# $(SWIFT_SCRATCH)/readme-app/app); the shell blocks, the inspector's included, run on the cache
+# the Swift example left. Blocks marked "not run" are skipped; a block with no marker fails the step.
+readme: deps need-swift
+	README_APP_DIR=$(abspath $(SWIFT_SCRATCH))/readme-app scripts/readme-examples.py
 
 # --- documentation ------------------------------------------------------------------------------
 
