@@ -201,13 +201,19 @@ extension DiskCache {
         try await onDiskQueue { try self.trim(toCost: cost) }
     }
 
-    /// The async twin of ``trim(toAge:)``.
+    /// The async twin of ``trim(toAge:)-(Duration)``.
     ///
     /// - Parameters:
-    ///   - age: Seconds since the last access.
+    ///   - age: The time since the last access to keep values for.
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     ///
     /// The corresponding C function is `yyc_diskcache_trim_to_age`.
+    public func trim(toAge age: Duration) async throws {
+        try await onDiskQueue { try self.trim(toAge: age) }
+    }
+
+    /// The async twin of the deprecated `trim(toAge:)` that takes seconds.
+    @available(*, deprecated, message: "use trim(toAge:) with a Duration")
     public func trim(toAge age: TimeInterval) async throws {
         try await onDiskQueue { try self.trim(toAge: age) }
     }

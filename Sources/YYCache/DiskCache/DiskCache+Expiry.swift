@@ -14,7 +14,7 @@ extension DiskCache {
     /// for none. Shared by every object on the path, like the limits. Entries already stored
     /// keep theirs. A negative duration counts as zero.
     ///
-    /// Unlike ``ageLimit`` (since the last access, enforced by trims), a time to live is strict:
+    /// Unlike ``maximumAge`` (since the last access, enforced by trims), a time to live is strict:
     /// an entry past it is never returned by any read (`data(forKey:)`,
     /// `value(_:forKey:)`, `containsValue(forKey:)`,
     /// `extendedData(forKey:)`, `timeToLive(forKey:)`); the read that finds it removes
