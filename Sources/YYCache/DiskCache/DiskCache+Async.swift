@@ -201,7 +201,7 @@ extension DiskCache {
         try await onDiskQueue { try self.trim(toCost: cost) }
     }
 
-    /// The async twin of ``trim(toAge:)-(Duration)``.
+    /// The async twin of the synchronous `trim(toAge:)` with a `Duration`.
     ///
     /// - Parameters:
     ///   - age: The time since the last access to keep values for.

@@ -250,7 +250,7 @@ extension DiskCache {
         try withCore { try CacheError.check(yyc_diskcache_trim_to_age($0, max(0, age.seconds))) }
     }
 
-    /// YYCache's spelling of ``trim(toAge:)-(Duration)``: seconds; `.greatestFiniteMagnitude`
+    /// YYCache's spelling of `trim(toAge:)` with a `Duration`: seconds; `.greatestFiniteMagnitude`
     /// does nothing.
     @available(*, deprecated, message: "use trim(toAge:) with a Duration")
     @_disfavoredOverload

@@ -41,7 +41,7 @@ extension MemoryCache {
     }
 
     /// The maximum time since an entry was last read or set, enforced by the auto-trim and
-    /// ``trim(toAge:)``. Default `nil`: no limit. A negative duration is stored as zero.
+    /// ``trim(toAge:)-(Duration)``. Default `nil`: no limit. A negative duration is stored as zero.
     ///
     /// The corresponding C functions are `yyc_memcache_age_limit` and
     /// `yyc_memcache_set_age_limit`.
