@@ -30,6 +30,10 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
 /* Sets the busy timeout (milliseconds; applied now and at every reopen). */
 void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
 
+/* Whether the manifest connection is open now (false after a failed reopen, until the next call
+ * reopens it). */
+bool yyc__kv_is_open(const yyc_kv *kv);
+
 /* The trims a disk cache runs in batches (yyc__kv_trim_batch). */
 typedef enum yyc__kv_trim {
     YYC__KV_TRIM_TO_SIZE,  /* least recently used first, until the total size is at most value */
@@ -295,9 +299,6 @@ void yyc__kv_testing_advance_clock(int64_t ms);
 /* Testing: stops the expiry clock where it is now (frozen true; only advance_clock moves it
  * then), or lets it run again (false). Thread-safe. */
 void yyc__kv_testing_freeze_clock(bool frozen);
-
-/* Testing: whether the manifest connection is open now (false after a failed reopen). */
-bool yyc__kv_is_open(const yyc_kv *kv);
 
 /* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);

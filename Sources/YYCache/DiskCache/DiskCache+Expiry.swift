@@ -80,6 +80,9 @@ extension DiskCache {
     /// The time `key`'s entry has left to live, or `nil` if it has no time to live, there is no
     /// entry (an expired one is removed), or after an error. Does not change the access time.
     ///
+    /// Blocking: reads the manifest (waiting for the core's lock, and for removing an expired
+    /// entry, the folder lock); there is no async twin.
+    ///
     /// The corresponding C function is `yyc_diskcache_time_to_live`.
     @_disfavoredOverload
     public func timeToLive(forKey key: String) -> Duration? {
