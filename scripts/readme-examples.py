@@ -113,19 +113,25 @@ def tracked_files():
     return names
 
 
+def remove_unwanted(folder, wanted, keep):
+    """Removes every file under folder whose relative path is not in wanted; the top-level
+    subfolder keep (build output) stays as it is."""
+    os.makedirs(folder, exist_ok=True)
+    for root, subdirs, files in os.walk(folder, topdown=True):
+        if root == folder and keep in subdirs:
+            subdirs.remove(keep)
+        for name in files:
+            path = os.path.join(root, name)
+            if os.path.relpath(path, folder) not in wanted:
+                os.remove(path)
+
+
 def prepare_clone(clone):
     """Makes clone hold the checkout's files: copies the changed ones (an unchanged file keeps its
     time stamp, so the build in it redoes only what changed) and removes the others; clone/build
     stays."""
     wanted = set(tracked_files())
-    os.makedirs(clone, exist_ok=True)
-    for root, subdirs, files in os.walk(clone, topdown=True):
-        if root == clone and "build" in subdirs:
-            subdirs.remove("build")
-        for name in files:
-            path = os.path.join(root, name)
-            if os.path.relpath(path, clone) not in wanted:
-                os.remove(path)
+    remove_unwanted(clone, wanted, "build")
     for rel in wanted:
         src, dst = os.path.join(SRC, rel), os.path.join(clone, rel)
         with open(src, "rb") as f:
@@ -151,14 +157,7 @@ def prepare_app_dir(app_root, wanted):
     """Removes every file of the example package that the README does not name (its .build
     stays) and links ../yycache to this checkout."""
     app = os.path.join(app_root, "app")
-    os.makedirs(app, exist_ok=True)
-    for root, subdirs, files in os.walk(app, topdown=True):
-        if root == app and ".build" in subdirs:
-            subdirs.remove(".build")
-        for name in files:
-            path = os.path.join(root, name)
-            if os.path.relpath(path, app) not in wanted:
-                os.remove(path)
+    remove_unwanted(app, wanted, ".build")
     link = os.path.join(app_root, "yycache")
     if os.path.islink(link) and os.readlink(link) != SRC:
         os.remove(link)
