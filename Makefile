@@ -23,7 +23,8 @@
 #                several processes, the model fuzz of test_bad_input, the two-level cache's
 #                consistency races) under the dev, asan and tsan presets; knobs YYC_SOAK_CYCLES,
 #                YYC_SOAK_OPS, YYC_MP_SECONDS, YYC_FUZZ_INPUTS, YYC_CONSISTENCY_ROUNDS (the Swift
-#                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency).
+#                races read it too: YYC_CONSISTENCY_ROUNDS=N swift test --filter CacheConsistency);
+#                it also sets YYC_SOAK=1, which gives the other stress tests their long rounds.
 #
 # Steps can be run alone: make deps | c-test | headers | symbols | version-check | consumer |
 # asan | tsan | fuzz-smoke | swift-build | foundation-check | readme | docs | swift-test |
@@ -166,7 +167,8 @@ deps:
 	  echo "deps: run as root, or: sudo apt-get install -y$$missing" >&2; \
 	  exit 1; \
 	fi; \
-	echo "deps: installing$$missing"; \
+	echo "deps: make $(or $(MAKECMDGOALS),$(.DEFAULT_GOAL)) needs Debian packages that are missing:$$missing"; \
+	echo "deps: installing them now: $(APT_GET) update && $(APT_GET) install -y$$missing"; \
 	$(APT_GET) update -q; \
 	DEBIAN_FRONTEND=noninteractive $(APT_GET) install -y -q --no-install-recommends $$missing
 
@@ -296,14 +298,17 @@ version-check: lib-dev
 consumer: lib-dev lib-static
 	$(TOOLS_ENV) CMAKE=$(CMAKE) scripts/consumer-test.sh $(DEV_DIR) $(STATIC_DIR)
 
-# Every code block of README.md, built and run as a user would (scripts/readme-examples.py):
-# the Swift quick start as a SwiftPM package that depends on this checkout by path (kept in
-# $(SWIFT_SCRATCH)/readme-app so that SwiftPM rebuilds only what changed), the C ones against
-# the dev build installed to a temporary prefix, the CMake one in a tiny project, and the shell
-# ones, the inspector's included, on the cache the Swift example left. Blocks marked "not run"
-# are skipped; a block with no marker fails the step.
-readme: lib-dev need-swift
-	CMAKE=$(CMAKE) README_APP_DIR=$(abspath $(SWIFT_SCRATCH))/readme-app scripts/readme-examples.py $(DEV_DIR)
+# Every code block of README.md, built and run as a user would (scripts/readme-examples.py), in a
+# clean environment (env -i: PATH, a fresh HOME, what a login shell sets) with the run blocks as
+# one shell session: the C install of the README builds a copy of the checkout (kept in
+# $(SWIFT_SCRATCH)/readme-app/clone, so that CMake rebuilds only what changed) and installs it to
+# the user prefix the README names, with the variables the README says to set; the C examples,
+# the CMake consumer and the installed inspector then work from there or fail the step. The Swift
+# quick start is a SwiftPM package that depends on this checkout by path (kept in
+# $(SWIFT_SCRATCH)/readme-app/app); the shell blocks, the inspector's included, run on the cache
+# the Swift example left. Blocks marked "not run" are skipped; a block with no marker fails the step.
+readme: deps need-swift
+	README_APP_DIR=$(abspath $(SWIFT_SCRATCH))/readme-app scripts/readme-examples.py
 
 # --- documentation ------------------------------------------------------------------------------
 
@@ -386,14 +391,15 @@ FUZZ_ARGS ?=
 # Seconds one input may take before libFuzzer calls it a hang.
 FUZZ_TIMEOUT ?= 30
 # Inputs per target for the fixed-seed smoke run of `make test` (-seed=1; 5-15 s each on 2
-# busy cores: from the corpus the disk targets run ~250 inputs/s, the memory cache ~200, most of
-# its time in thread switches to and from the library's worker).
-# FUZZ_SMOKE_RUNS is the default for a target without its own variable.
-FUZZ_SMOKE_RUNS ?= 1500
-FUZZ_SMOKE_RUNS_memcache ?= 2000
-FUZZ_SMOKE_RUNS_kv ?= 1500
-FUZZ_SMOKE_RUNS_disk ?= 1500
-FUZZ_SMOKE_RUNS_manifest ?= 600
+# busy cores, the corpus replay included: from the corpus the disk targets run 40-60 inputs/s, the
+# memory cache ~120, most of its time in thread switches to and from the library's worker; the
+# long runs are `make fuzz`'s). FUZZ_SMOKE_RUNS is the default for a target without its own
+# variable.
+FUZZ_SMOKE_RUNS ?= 700
+FUZZ_SMOKE_RUNS_memcache ?= 1000
+FUZZ_SMOKE_RUNS_kv ?= 700
+FUZZ_SMOKE_RUNS_disk ?= 700
+FUZZ_SMOKE_RUNS_manifest ?= 300
 # The disk targets make a folder per input: on tmpfs when there is one.
 FUZZ_TMPDIR ?= $(if $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo y),/dev/shm,/tmp)
 FUZZ_SANITIZE ?= -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -546,17 +552,23 @@ YYC_SOAK_OPS ?= 500000
 YYC_MP_SECONDS ?= 60
 YYC_FUZZ_INPUTS ?= 5000
 SOAK_SAN_FUZZ_INPUTS ?= 2000
-# Rounds of each two-level consistency race (test_cache_consistency; 400 in make test, 100 under
+# Rounds of each two-level consistency race (test_cache_consistency; 120 in make test, 100 under
 # TSan) and of the Swift CacheConsistencyTests (200 in make test). Measured here: 100 remove-all
 # rounds take ~9 s under TSan, 1000 ~65 s in dev (it grows faster than linearly), so 1000 stay
 # under the cases' 300 s ctest TIMEOUT.
 YYC_CONSISTENCY_ROUNDS ?= 1000
 SOAK_PRESETS ?= dev asan tsan
-SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency|fault_loop)\.
+# YYC_SOAK=1 gives the other stress tests (SOAK_TESTS) their long rounds (TEST_SOAK_OR in
+# Tests/C/test_support.h: WAL and fork rounds of test_checkpoints, the four policies' races of
+# test_memory_cache_concurrency, the model runs of test_policies, test_crc32c's megabyte);
+# YYC_CRASHPOINT_STRIDE=1 checks every crash point (`make test`: every second, third under TSan).
+YYC_CRASHPOINT_STRIDE ?= 1
+SOAK_TESTS ?= test_(crash_consistency|multiprocess|bad_input|cache_consistency|fault_loop|checkpoints|memory_cache_concurrency|policies|crc32c)\.
 SOAK_SHOW = ^ *[0-9]+/[0-9]+ Test +\#|tests passed|^Total Test time|^[0-9]+: (soak|crash|crashpoint|fuzz smoke): |^[0-9]+: [a-z_]+_survives_every_fault: [0-9]+ points|^[0-9]+: skipped: 
 soak: deps
 	@results=(); failed=0; start=$$(date +%s); mkdir -p $(BUILD_DIR)/soak; \
-	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1; \
+	export YYC_FAULT_POINTS_MAX=$(YYC_FAULT_POINTS_MAX) YYC_FAULT_ALL_ERRORS=1 YYC_SOAK=1 \
+	  YYC_CRASHPOINT_STRIDE=$(YYC_CRASHPOINT_STRIDE); \
 	for p in $(SOAK_PRESETS); do \
 	  inputs=$(YYC_FUZZ_INPUTS); [ $$p = dev ] || inputs=$(SOAK_SAN_FUZZ_INPUTS); \
 	  log=$(BUILD_DIR)/soak/$$p.log; t0=$$(date +%s); \

@@ -27,11 +27,12 @@
 #define CONSISTENCY_TSAN 0
 #endif
 
-/* Rounds per test: YYC_CONSISTENCY_ROUNDS, else 400 (100 under TSan, ~10x slower). */
+/* Rounds per test: YYC_CONSISTENCY_ROUNDS (`make soak`: 1000), else 120 (100 under TSan, ~10x
+ * slower). */
 static long rounds(void) {
     const char *s = getenv("YYC_CONSISTENCY_ROUNDS");
     long n = s && *s ? atol(s) : 0;
-    if (n <= 0) n = CONSISTENCY_TSAN ? 100 : 400;
+    if (n <= 0) n = CONSISTENCY_TSAN ? 100 : 120;
     return n;
 }
 

@@ -63,7 +63,8 @@ static void hold_queue(void *arg) {
 /* A single writer saving small values as fast as it can: the WAL must stay near the cap
  * (1,000 pages, as SQLite's own auto-checkpoint) plus one transaction, never grow with the number
  * of saves (a passive checkpoint that cannot catch up with the writer grew it to 878 MB in 40,000
- * saves once). */
+ * saves once, so ~20 KB a save: 12,000 saves in `make test` would pass the bound many times over;
+ * `make soak` makes the 40,000). */
 static void kv_a_writer_that_never_pauses_keeps_the_wal_bounded(void **state) {
     (void)state;
     char *dir = test_temp_dir("ckpt-tight");
@@ -71,7 +72,8 @@ static void kv_a_writer_that_never_pauses_keeps_the_wal_bounded(void **state) {
     assert_int_equal(yyc_kv_open(dir, YYC_KV_SQLITE, &kv), YYC_OK);
     static char value[200];
     long long peak = 0;
-    for (int i = 0; i < 40000; i++) {
+    const int saves = TEST_SOAK_OR(12000, 40000);
+    for (int i = 0; i < saves; i++) {
         char key[32];
         snprintf(key, sizeof key, "k%d", i % 5000);
         memset(value, 'a' + i % 26, sizeof value);
@@ -272,7 +274,8 @@ static void kv_fork_while_a_checkpoint_runs_leaves_the_child_a_working_cache(voi
      * follows commits that queued a job, as before. */
     save_fresh(kv, "p", &next, 300, 300 * 5);
     yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
-    for (int forks = 0; forks < 60; forks++) {
+    const int fork_count = TEST_SOAK_OR(20, 60); /* `make soak` forks 60 times */
+    for (int forks = 0; forks < fork_count; forks++) {
         save_fresh(kv, "p", &next, 300, 300 * 5);
         char own[64];
         snprintf(own, sizeof own, "%s/child-%d", dir, forks);

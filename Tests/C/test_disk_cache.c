@@ -4,6 +4,9 @@
  */
 #include "test_kv_support.h"
 
+#include "kv/kv_private.h"            /* yyc__kv_testing_set_default_busy_timeout */
+#include "disk/disk_cache_internal.h" /* the core's lock, held by a test thread */
+
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -647,13 +650,15 @@ static void disk_cache_a_data_file_deleted_behind_its_back_is_a_miss(void **stat
 static void disk_cache_a_locked_manifest_gives_busy_and_keeps_the_data(void **state) {
     (void)state;
     char *dir = test_temp_dir("dc-busy");
+    yyc__kv_testing_set_default_busy_timeout(200);
     yyc_diskcache *dc = open_dc(dir, 4);
+    yyc__kv_testing_set_default_busy_timeout(0);
     tk_set_str(dc, "a", "A");
     tk_set_str(dc, "b", "in a file");
     sqlite3 *other = tk_raw_open(dir);
     tk_raw_exec(other, "begin exclusive; insert into manifest (key, size) values ('z', 0);");
-    /* Refused after the busy timeout (5 s), not at once and not forever; tests never assert on
-     * durations, only on the outcome. */
+    /* Refused after the busy timeout (5 s, shortened here), not at once and not forever; tests
+     * never assert on durations, only on the outcome. */
     assert_int_equal(yyc_diskcache_set(dc, "c", "C", 1, NULL, 0), YYC_EBUSY);
     tk_raw_exec(other, "rollback");
     sqlite3_close(other);
@@ -978,7 +983,96 @@ static void disk_cache_opens_closes_and_releases_race_safely(void **state) {
     free(dir);
 }
 
+/* yyc_diskcache_try_get: a hit (with its time to live, counted as a hit); a miss, an expired
+ * entry and an empty key are declined, uncounted, for yyc_diskcache_get to answer. */
+static void disk_cache_try_get_serves_hits_and_leaves_the_rest_to_get(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("dc-try-get");
+    yyc_diskcache *dc = open_dc(dir, 20480);
+    tk_set_str(dc, "k", "value");
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "ttl", "v", 1, NULL, 0, 100), YYC_OK);
+    assert_int_equal(yyc_diskcache_set_with_ttl(dc, "gone", "v", 1, NULL, 0, 0), YYC_OK);
+    static char big[30000];
+    memset(big, 'b', sizeof big);
+    assert_int_equal(yyc_diskcache_set(dc, "file", big, sizeof big, NULL, 0), YYC_OK);
+    void *v = NULL;
+    size_t len = 0;
+    double ttl = 0;
+    assert_true(yyc_diskcache_try_get(dc, "k", &v, &len, &ttl));
+    assert_int_equal(len, 5);
+    assert_memory_equal(v, "value", 5);
+    assert_true(isinf(ttl));
+    yyc_free(v);
+    assert_true(yyc_diskcache_try_get(dc, "ttl", &v, &len, &ttl));
+    assert_true(ttl > 0 && ttl <= 100);
+    yyc_free(v);
+    assert_true(yyc_diskcache_try_get(dc, "file", &v, &len, NULL)); /* a value in a file */
+    assert_int_equal(len, sizeof big);
+    assert_memory_equal(v, big, sizeof big);
+    yyc_free(v);
+    yyc_cache_statistics st;
+    assert_int_equal(yyc_diskcache_statistics(dc, &st), YYC_OK);
+    assert_int_equal(st.hits, 3);
+    const char *declined[] = {"absent", "gone", ""};
+    for (size_t i = 0; i < sizeof declined / sizeof *declined; i++) {
+        v = (void *)1;
+        assert_false(yyc_diskcache_try_get(dc, declined[i], &v, &len, &ttl));
+        assert_null(v);
+        assert_int_equal(len, 0);
+    }
+    assert_int_equal(yyc_diskcache_statistics(dc, &st), YYC_OK);
+    assert_int_equal(st.hits, 3);
+    assert_int_equal(st.misses, 0);
+    /* The expired entry is still there for get to find and remove. */
+    assert_int_equal(dc_count(dc), 4);
+    assert_int_equal(yyc_diskcache_get(dc, "gone", &v, &len), YYC_NOTFOUND);
+    assert_int_equal(dc_count(dc), 3);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+typedef struct lock_holder {
+    yyc_diskcache *dc;
+    atomic_bool holding, release;
+} lock_holder;
+
+static void *hold_core_lock(void *arg) {
+    lock_holder *h = arg;
+    yyc__dc_lock(&h->dc->lock); /* as a write waiting for the folder lock would */
+    atomic_store(&h->holding, true);
+    while (!atomic_load(&h->release)) usleep(1000);
+    yyc__dc_unlock(&h->dc->lock);
+    return NULL;
+}
+
+/* While another thread holds the core's lock, yyc_diskcache_try_get declines at once (a caller
+ * that waited would never return here: the holder lets go only after the call). */
+static void disk_cache_try_get_never_waits_for_the_lock(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("dc-try-lock");
+    yyc_diskcache *dc = open_dc(dir, 20480);
+    tk_set_str(dc, "k", "value");
+    lock_holder h = {.dc = dc};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, hold_core_lock, &h), 0);
+    assert_true(WAIT_UNTIL(atomic_load(&h.holding), 30.0));
+    void *v = (void *)1;
+    size_t len = 1;
+    assert_false(yyc_diskcache_try_get(dc, "k", &v, &len, NULL));
+    assert_null(v);
+    atomic_store(&h.release, true);
+    pthread_join(t, NULL);
+    assert_true(yyc_diskcache_try_get(dc, "k", &v, &len, NULL));
+    yyc_free(v);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 static const struct CMUnitTest tests[] = {
+    cmocka_unit_test(disk_cache_try_get_serves_hits_and_leaves_the_rest_to_get),
+    cmocka_unit_test(disk_cache_try_get_never_waits_for_the_lock),
     cmocka_unit_test(disk_cache_open_returns_one_shared_core_per_canonical_path),
     cmocka_unit_test(disk_cache_concurrent_opens_of_one_path_share_one_core),
     cmocka_unit_test(disk_cache_defaults_and_limit_setters),

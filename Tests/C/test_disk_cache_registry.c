@@ -11,6 +11,7 @@
 #include "test_kv_support.h"
 
 #include "platform/internal.h" /* yyc__worker_async: run an open on the library's worker thread */
+#include "kv/kv_private.h"     /* yyc__kv_testing_set_default_busy_timeout */
 
 #include <limits.h>
 #include <pthread.h>
@@ -268,7 +269,9 @@ static void registry_a_failed_open_fails_its_waiters_and_leaves_nothing_register
     char *a = make_subdir(dir, "a");
     char *b = make_subdir(dir, "b");
     /* Another connection holds A's manifest (rollback journal) exclusively: the open waits on
-     * SQLite's busy timeout for real, then fails with YYC_EBUSY. */
+     * SQLite's busy timeout for real (shortened from 5 s for the test), then fails with
+     * YYC_EBUSY. */
+    yyc__kv_testing_set_default_busy_timeout(200);
     sqlite3 *raw = tk_raw_open(a);
     tk_raw_exec(raw, "begin exclusive");
     gate g;
@@ -299,6 +302,7 @@ static void registry_a_failed_open_fails_its_waiters_and_leaves_nothing_register
     assert_int_equal(yyc__diskcache_registry_size(), 0);
     tk_raw_exec(raw, "rollback");
     sqlite3_close(raw);
+    yyc__kv_testing_set_default_busy_timeout(0);
     yyc_diskcache *dc = open_ok(a);
     assert_int_equal(g.creations, 2);
     tk_set_str(dc, "k", "v");

@@ -491,7 +491,8 @@ static void ghost_remembers_the_newest_hashes_up_to_its_capacity(void **state) {
  * policy; after every step both hold exactly the same keys. */
 static void every_policy_evicts_exactly_as_its_model(void **state) {
     (void)state;
-    enum { UNIVERSE = 64, LIMIT = 20, STEPS = 20000 };
+    enum { UNIVERSE = 64, LIMIT = 20 };
+    const int steps = TEST_SOAK_OR(8000, 20000); /* `make soak`: 20,000 */
     for (int p = YYC_EVICT_LRU; p <= YYC_EVICT_S3FIFO; p++) {
         for (int round = 0; round < 2; round++) {
             yyc_memcache *c = new_cache((yyc_eviction_policy)p, LIMIT);
@@ -501,7 +502,7 @@ static void every_policy_evicts_exactly_as_its_model(void **state) {
             uint64_t r = 12345 + (uint64_t)p * 7 + (uint64_t)round;
             char kb[8];
             size_t kl;
-            for (int step = 0; step < STEPS; step++) {
+            for (int step = 0; step < steps; step++) {
                 r = r * 6364136223846793005ull + 1442695040888963407ull;
                 unsigned op = (unsigned)(r >> 60);
                 /* skewed keys: low ones are hot */
@@ -546,15 +547,16 @@ static void every_policy_evicts_exactly_as_its_model(void **state) {
  * bench` checks the real traces the same way). */
 static void replayed_trace_hit_counts_equal_the_models(void **state) {
     (void)state;
-    enum { KEYS = 3000, REQUESTS = 40000 };
+    enum { KEYS = 3000 };
+    const int requests = TEST_SOAK_OR(16000, 40000); /* `make soak`: 40,000 */
     double *cdf = malloc(KEYS * sizeof *cdf);
-    int *trace = malloc(REQUESTS * sizeof *trace);
+    int *trace = malloc((size_t)requests * sizeof *trace);
     assert_non_null(cdf);
     assert_non_null(trace);
     double sum = 0;
     for (int i = 0; i < KEYS; i++) cdf[i] = (sum += 1.0 / pow(i + 1, 0.99));
     uint64_t r = 99;
-    for (int i = 0; i < REQUESTS; i++) {
+    for (int i = 0; i < requests; i++) {
         r = r * 6364136223846793005ull + 1442695040888963407ull;
         if ((i / 1000) % 7 == 6) { /* a scan of keys never seen before */
             trace[i] = KEYS + i;
@@ -574,9 +576,9 @@ static void replayed_trace_hit_counts_equal_the_models(void **state) {
         for (int s = 0; s < 3; s++) {
             yyc_memcache *c = new_cache((yyc_eviction_policy)p, sizes[s]);
             policy_model m;
-            model_init(&m, p, sizes[s], KEYS + REQUESTS);
+            model_init(&m, p, sizes[s], KEYS + requests);
             long hits = 0, model_hits = 0;
-            for (int i = 0; i < REQUESTS; i++) {
+            for (int i = 0; i < requests; i++) {
                 void *v;
                 if (yyc_memcache_get(c, &trace[i], sizeof(int), &v) == YYC_OK) hits++;
                 else assert_int_equal(yyc_memcache_set(c, &trace[i], sizeof(int), NULL, 1), YYC_OK);

@@ -28,6 +28,14 @@
         return cmocka_run_group_tests(tests, NULL, NULL); \
     }
 
+/* Whether this is a soak run (`make soak` sets YYC_SOAK=1): stress tests pick their long rounds
+ * with TEST_SOAK_OR(quick, soak), so `make test` stays fast and runs every case all the same. */
+static inline int test_soak(void) {
+    const char *s = getenv("YYC_SOAK");
+    return s && *s && strcmp(s, "0") != 0;
+}
+#define TEST_SOAK_OR(quick, soak) (test_soak() ? (soak) : (quick))
+
 /* Seconds on CLOCK_MONOTONIC. */
 static inline double test_now(void) {
     struct timespec ts;

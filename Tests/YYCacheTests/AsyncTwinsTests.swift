@@ -59,7 +59,7 @@ import Testing
             await count { _ = try await disk.totalCost() }
             await count { try await disk.trim(toCount: 0) }
             await count { try await disk.trim(toCost: 0) }
-            await count { try await disk.trim(toAge: 0) }
+            await count { try await disk.trim(toAge: .zero) }
             await count { if await disk.containsValue(forKey: "k") { throw CacheError.closedError } }
         }
         #expect(calls == 18)

@@ -369,11 +369,30 @@ import Testing
         #expect(value == 7)
         #expect(contained)
         #expect(hops == 0, "the memory hit left the caller's executor \(hops) times")
-        // The probe does see hops: a disk read leaves for the disk queue and comes back.
+        // The probe does see hops: a miss asks the disk on the disk queue and comes back.
+        let (missing, missHops) = try await probe.read(cache, "absent")
+        #expect(missing == nil)
+        #expect(missHops > 0)
+    }
+
+    /// A disk hit of the async twins that waits for no lock is read on the caller's executor too
+    /// (no hop to the disk queue and back), for Cache and for DiskCache.
+    @Test func asyncDiskHitsThatWaitForNoLockDoNotHop() async throws {
+        let folder = TemporaryFolder()
+        let cache = try Cache<Int>(path: folder.path)
+        try await cache.setValue(7, forKey: "k")
         cache.memoryCache.removeAllValues()
-        let (fromDisk, _, diskHops) = try await probe.memoryHit(cache)
+        let probe = ExecutorProbe()
+        let (fromDisk, hops) = try await probe.read(cache, "k")
         #expect(fromDisk == 7)
-        #expect(diskHops > 0)
+        #expect(hops == 0, "the disk hit left the caller's executor \(hops) times")
+        #expect(cache.memoryCache.containsValue(forKey: "k"))  // back-filled as before
+        let (data, diskHops) = try await probe.read(cache.diskCache, "k")
+        #expect(data != nil)
+        #expect(diskHops == 0, "DiskCache's hit left the caller's executor \(diskHops) times")
+        let (none, diskMissHops) = try await probe.read(cache.diskCache, "absent")
+        #expect(none == nil)
+        #expect(diskMissHops > 0)  // (the probe sees hops)
     }
 
     @Test func cancelledAsyncCallsDoNothing() async throws {
@@ -458,5 +477,20 @@ actor ExecutorProbe {
         let value = try await cache.value(forKey: "k")
         let contained = await cache.containsValue(forKey: "k")
         return (value, contained, executor.enqueued.load(ordering: .sequentiallyConsistent) - before)
+    }
+
+    /// Awaits the async `value(forKey: key)`; returns it and the jobs the actor's executor
+    /// received meanwhile.
+    func read(_ cache: Cache<Int>, _ key: String) async throws -> (Int?, Int) {
+        let before = executor.enqueued.load(ordering: .sequentiallyConsistent)
+        let value = try await cache.value(forKey: key)
+        return (value, executor.enqueued.load(ordering: .sequentiallyConsistent) - before)
+    }
+
+    /// The same for DiskCache's async `data(forKey: key)`.
+    func read(_ disk: DiskCache, _ key: String) async throws -> (Data?, Int) {
+        let before = executor.enqueued.load(ordering: .sequentiallyConsistent)
+        let data = try await disk.data(forKey: key)
+        return (data, executor.enqueued.load(ordering: .sequentiallyConsistent) - before)
     }
 }

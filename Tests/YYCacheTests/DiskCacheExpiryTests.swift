@@ -56,7 +56,7 @@ import Testing
         let disk = try DiskCache(path: folder.path)
         let trims: [(DiskCache) throws -> Void] = [
             { try $0.trim(toCount: .max) }, { try $0.trim(toCost: .max) },
-            { try $0.trim(toAge: .greatestFiniteMagnitude) },
+            { try $0.trim(toAge: .seconds(Int64.max)) },
         ]
         for trim in trims {
             try disk.setData(Data([1]), forKey: "gone", timeToLive: .zero)

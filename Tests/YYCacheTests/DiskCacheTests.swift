@@ -15,9 +15,9 @@ import Testing
         #expect(disk.name == nil)
         #expect(disk.countLimit == .max)
         #expect(disk.costLimit == .max)
-        #expect(disk.ageLimit == .greatestFiniteMagnitude)
+        #expect(disk.maximumAge == nil)
         #expect(disk.freeDiskSpaceLimit == 0)
-        #expect(disk.autoTrimInterval == 60)
+        #expect(disk.autoTrimPeriod == .seconds(60))
         #expect(!disk.errorLogsEnabled)
         #expect(disk.coder is JSONCacheCoder)
         #expect(disk.fileName == nil)
@@ -29,16 +29,16 @@ import Testing
         disk.name = "images"
         disk.countLimit = 10
         disk.costLimit = 20
-        disk.ageLimit = 30
+        disk.maximumAge = .seconds(30)
         disk.freeDiskSpaceLimit = 40
-        disk.autoTrimInterval = 50
+        disk.autoTrimPeriod = .seconds(50)
         disk.errorLogsEnabled = true
         #expect(disk.name == "images")
         #expect(disk.countLimit == 10)
         #expect(disk.costLimit == 20)
-        #expect(disk.ageLimit == 30)
+        #expect(disk.maximumAge == .seconds(30))
         #expect(disk.freeDiskSpaceLimit == 40)
-        #expect(disk.autoTrimInterval == 50)
+        #expect(disk.autoTrimPeriod == .seconds(50))
         #expect(disk.errorLogsEnabled)
         #expect(disk.description.contains("images"))
         disk.name = nil
@@ -292,11 +292,11 @@ import Testing
         #expect(try disk.totalCost() <= 500)
         try disk.trim(toCount: .max)
         try disk.trim(toCost: .max)
-        try disk.trim(toAge: .greatestFiniteMagnitude)
+        try disk.trim(toAge: .seconds(Int64.max))
         #expect(try disk.totalCount() == 5)
-        try disk.trim(toAge: 3_600)  // everything was accessed just now
+        try disk.trim(toAge: .seconds(3_600))  // everything was accessed just now
         #expect(try disk.totalCount() == 5)
-        try disk.trim(toAge: 0)
+        try disk.trim(toAge: .zero)
         #expect(try disk.totalCount() == 0)
         for i in 0..<3 { try disk.setData(bytes(1), forKey: "k\(i)") }
         try disk.trim(toCount: 0)
@@ -312,7 +312,7 @@ import Testing
         disk.countLimit = 2
         for i in 0..<5 { try disk.setData(bytes(1), forKey: "k\(i)") }
         #expect(try disk.totalCount() == 5)  // writes never trim (as YYDiskCache)
-        disk.autoTrimInterval = 0.05
+        disk.autoTrimPeriod = .milliseconds(50)
         #expect(eventually { (try? disk.totalCount()) == 2 })
     }
 
@@ -378,7 +378,7 @@ import Testing
             { _ = try first.totalCost() },
             { try first.trim(toCount: 1) },
             { try first.trim(toCost: 1) },
-            { try first.trim(toAge: 1) },
+            { try first.trim(toAge: .seconds(1)) },
         ] as [() throws -> Void] {
             let error = #expect(throws: CacheError.self) { try call() }
             #expect(error?.code == .closed)

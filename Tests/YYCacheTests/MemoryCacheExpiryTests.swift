@@ -84,7 +84,7 @@ private struct Big: Equatable {
     @Test(arguments: policies)
     func everyTrimRemovesExpiredEntriesEvenWithinItsLimit(policy: EvictionPolicy) {
         let trims: [(MemoryCache<Int, Int>) -> Void] = [
-            { $0.trim(toCount: 1000) }, { $0.trim(toCost: 1000) }, { $0.trim(toAge: 1e9) },
+            { $0.trim(toCount: 1000) }, { $0.trim(toCost: 1000) }, { $0.trim(toAge: .seconds(1e9)) },
         ]
         for trim in trims {
             let cache = MemoryCache<Int, Int>(policy: policy)

@@ -68,7 +68,7 @@ private func dropEveryWay<V>(
         }
         do {
             let cache = MemoryCache<Int, V>()
-            cache.autoTrimInterval = 0.01  // the worker trims all the time
+            cache.autoTrimPeriod = .milliseconds(10)  // the worker trims all the time
             for i in 0..<10 { cache.setValue(value(), forKey: i) }
             for i in 0..<10 { cache.setValue(value(), forKey: i) }  // replaced
             cache.countLimit = 5
@@ -88,10 +88,10 @@ private func dropEveryWay<V>(
             for i in 40..<60 { cache.setValue(value(), forKey: i, cost: 1) }
             cache.trim(toCount: 15)
             cache.trim(toCost: 10)
-            cache.trim(toAge: 0)
+            cache.trim(toAge: .zero)
             // The auto-trim evicts these by age, on the worker; they wait for this thread.
             for i in 60..<70 { cache.setValue(value(), forKey: i) }
-            cache.ageLimit = 0
+            cache.maximumAge = .zero
             // Until every live value is handed back: the worker takes entries out first and
             // hands their values back after, so an empty cache alone can come a moment early.
             // (Up to a minute: the worker is shared with the tests that run meanwhile, and
@@ -104,8 +104,8 @@ private func dropEveryWay<V>(
             drops.evictedByTheWorkerAndKept = drops.made - log.count
             nextCall(cache)  // takes them back and releases them here
             drops.allReleasedAfterTheNextCall = log.count == drops.made
-            cache.ageLimit = .greatestFiniteMagnitude
-            cache.autoTrimInterval = 0
+            cache.maximumAge = nil
+            cache.autoTrimPeriod = nil
             for i in 0..<10 { cache.setValue(value(), forKey: i) }
             cache.removeAllValues()
             for i in 0..<10 { cache.setValue(value(), forKey: i) }

@@ -189,7 +189,7 @@ import Testing
             // The auto-trim evicts everything on the worker; the holder is in the middle, so
             // the trim goes on releasing values after the cache's last reference is gone.
             cache.countLimit = 0
-            cache.autoTrimInterval = 0.001
+            cache.autoTrimPeriod = .milliseconds(1)
         }
         #expect(eventually { weakCache == nil && tracker.liveCount == 0 })
         let destroyed = tracker.destroyed.load(ordering: .relaxed)

@@ -42,7 +42,7 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
     ) -> (MemoryCache<Key, Value>, RemovalLog<Key, Value>) {
         let cache = MemoryCache<Key, Value>(policy: policy)
         cache.releasesValuesAsynchronously = false
-        cache.autoTrimInterval = 0
+        cache.autoTrimPeriod = nil
         let log = RemovalLog<Key, Value>()
         cache.didRemoveValue = { log.record($0, $1, $2) }
         return (cache, log)
@@ -59,7 +59,7 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
         cache.setValue(4, forKey: "c", timeToLive: .zero)
         #expect(cache["c"] == nil)  // 4 expired
         cache["d"] = 5
-        cache.trim(toAge: 0)  // 5 expired
+        cache.trim(toAge: .zero)  // 5 expired
         cache.countLimit = 1
         cache["e"] = 6
         cache["f"] = 7  // 6 evicted
@@ -165,7 +165,7 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
         let cache = MemoryCache<Int, Int>()
         cache.countLimit = 40
         cache.costLimit = 30
-        cache.autoTrimInterval = 0.005
+        cache.autoTrimPeriod = .milliseconds(5)
         let reported = Protected([Int](repeating: 0, count: threads * operations))
         let stored = Atomic<Int>(0)
         let events = Atomic<Int>(0)
@@ -192,7 +192,7 @@ final class RemovalLog<Key: Sendable, Value: Sendable>: Sendable {
                 }
             }
         }
-        cache.autoTrimInterval = 0
+        cache.autoTrimPeriod = nil
         cache.removeAllValues()
         let total = stored.load(ordering: .relaxed)
         // The last events run on the worker: a liveness wait, not a timing threshold.

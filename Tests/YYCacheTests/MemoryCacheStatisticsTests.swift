@@ -26,7 +26,7 @@ private struct LoadFailed: Error {}
     func statisticsEqualAModelsCountsAfterARandomSequence(policy: EvictionPolicy) throws {
         let cache = MemoryCache<Int, Int>(policy: policy)
         cache.releasesValuesAsynchronously = false
-        cache.autoTrimInterval = 0
+        cache.autoTrimPeriod = nil
         var present = [Int: Bool]()  // key -> live (false: stored with a zero time to live)
         var want = CacheStatistics()
         func removed(_ cause: CacheRemovalCause, _ n: Int = 1) { want.removals[cause, default: 0] += n }

@@ -80,8 +80,8 @@ import Testing
         #expect(cache.name == nil)
         #expect(cache.countLimit == .max)
         #expect(cache.costLimit == .max)
-        #expect(cache.ageLimit == .greatestFiniteMagnitude)
-        #expect(cache.autoTrimInterval == 5)
+        #expect(cache.maximumAge == nil)
+        #expect(cache.autoTrimPeriod == .seconds(5))
         #expect(cache.shouldRemoveAllValuesOnMemoryWarning)
         #expect(cache.shouldRemoveAllValuesWhenEnteringBackground)
         #expect(cache.didReceiveMemoryWarning == nil)
@@ -98,16 +98,16 @@ import Testing
         #expect(cache.description.contains("second"))
         cache.countLimit = 10
         cache.costLimit = 20
-        cache.ageLimit = 30
-        cache.autoTrimInterval = 0.5
+        cache.maximumAge = .seconds(30)
+        cache.autoTrimPeriod = .milliseconds(500)
         cache.shouldRemoveAllValuesOnMemoryWarning = false
         cache.shouldRemoveAllValuesWhenEnteringBackground = false
         cache.releasesValuesAsynchronously = false
         cache.releasesValuesOnMainThread = true
         #expect(cache.countLimit == 10)
         #expect(cache.costLimit == 20)
-        #expect(cache.ageLimit == 30)
-        #expect(cache.autoTrimInterval == 0.5)
+        #expect(cache.maximumAge == .seconds(30))
+        #expect(cache.autoTrimPeriod == .milliseconds(500))
         #expect(!cache.shouldRemoveAllValuesOnMemoryWarning)
         #expect(!cache.shouldRemoveAllValuesWhenEnteringBackground)
         #expect(!cache.releasesValuesAsynchronously)
@@ -188,15 +188,15 @@ import Testing
         cache["old"] = 1
         usleep(300_000)  // the entry's age is what is under test, not a guess at background work
         cache["new"] = 2
-        cache.trim(toAge: 0.2)
+        cache.trim(toAge: .milliseconds(200))
         #expect(cache["old"] == nil)
         #expect(cache["new"] == 2)
     }
 
-    @Test func ageLimitIsEnforcedByTheAutoTrim() {
+    @Test func maximumAgeIsEnforcedByTheAutoTrim() {
         let cache = MemoryCache<String, Int>()
-        cache.ageLimit = 0.05
-        cache.autoTrimInterval = 0.05
+        cache.maximumAge = .milliseconds(50)
+        cache.autoTrimPeriod = .milliseconds(50)
         cache["k"] = 1
         #expect(eventually { cache.totalCount == 0 })
     }
@@ -211,10 +211,10 @@ import Testing
         cache.trim(toCost: 0)
         #expect(cache.totalCount == 0)
         fill()
-        cache.trim(toAge: 0)
+        cache.trim(toAge: .zero)
         #expect(cache.totalCount == 0)
         fill()
-        cache.trim(toAge: -1)
+        cache.trim(toAge: .seconds(-1))
         #expect(cache.totalCount == 0)
     }
 
@@ -222,7 +222,7 @@ import Testing
         let cache = MemoryCache<Int, Int>()
         cache.countLimit = .max
         cache.costLimit = .max
-        cache.ageLimit = .greatestFiniteMagnitude
+        cache.maximumAge = nil
         #expect(cache.countLimit == .max)
         #expect(cache.costLimit == .max)
         cache.setValue(1, forKey: 1, cost: .max)
@@ -231,8 +231,7 @@ import Testing
         #expect(cache.totalCost == .max)  // saturates instead of wrapping
         cache.trim(toCount: .max)
         cache.trim(toCost: .max)
-        cache.trim(toAge: .greatestFiniteMagnitude)
-        cache.trim(toAge: .infinity)
+        cache.trim(toAge: .seconds(Int64.max))
         #expect(cache.totalCount == 3)
     }
 

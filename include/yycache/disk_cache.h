@@ -86,6 +86,19 @@ YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 YYC_API int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value,
                               size_t *out_len);
 
+/* yyc_diskcache_get's read, done only if it can be done at once: when no other thread holds the
+ * cache's lock (a write, a trim, a commit waiting for the folder lock or the busy timeout) and the
+ * read is a hit. It never waits for a lock and never writes, so that an async caller can serve a
+ * hit on its own thread and send the rest to a thread that may block. out_ttl_seconds (may be
+ * NULL) receives the entry's remaining time to live, as yyc_diskcache_time_to_live gives it.
+ * Returns: true for a hit (*out_value transferred, free with yyc_free; may be NULL when
+ * *out_len == 0), counted in the statistics like yyc_diskcache_get's; false otherwise (the lock
+ * was held, a miss, an expired entry, a closed cache or an error; *out_value NULL, nothing
+ * counted): call yyc_diskcache_get for the answer. Ownership: key is borrowed. Blocking: may read
+ * the disk (the value's page or file), never waits for another thread or process. */
+YYC_API bool yyc_diskcache_try_get(yyc_diskcache *dc, const char *key, void **out_value,
+                                   size_t *out_len, double *out_ttl_seconds);
+
 /* Reads a value's extended data (no access-time update).
  * Returns: YYC_OK (*out transferred, free with yyc_free; NULL/0 when the entry has none),
  * YYC_NOTFOUND, YYC_ENOMEM, errors. Ownership: key is borrowed. */

@@ -242,6 +242,48 @@ int yyc_diskcache_get(yyc_diskcache *dc, const char *key, void **out_value, size
     return yyc__dc_get(dc, key, out_value, out_len, true);
 }
 
+/* The remaining time to live of key's entry that was just read (the lock held), as
+ * yyc_diskcache_time_to_live gives it; false if the row is gone or cannot be read. */
+static bool time_to_live_of_hit_locked(yyc_diskcache *dc, const char *key, double *out_seconds) {
+    yyc__assert_held(&dc->lock);
+    int64_t expiry = 0;
+    const yyc__deferred_entry *queued = yyc__deferred_find(&dc->queue, key);
+    if (queued) expiry = queued->expiry_ms;
+    else if (yyc__kv_expiry_of(dc->kv, key, &expiry) != YYC_OK) return false;
+    double seconds = expiry == 0 ? INFINITY : (double)(expiry - yyc__kv_now_ms()) / 1000.0;
+    *out_seconds = seconds < 0 ? 0 : seconds; /* (expired since the read) */
+    return true;
+}
+
+bool yyc_diskcache_try_get(yyc_diskcache *dc, const char *key, void **out_value, size_t *out_len,
+                           double *out_ttl_seconds) {
+    if (YYC__MISUSE(dc == NULL || out_value == NULL || out_len == NULL)) return false;
+    *out_value = NULL;
+    *out_len = 0;
+    if (out_ttl_seconds) *out_ttl_seconds = 0;
+    if (yyc__dc_key_is_empty(key) || !yyc__dc_trylock(&dc->lock)) return false;
+    atomic_fetch_add_explicit(&dc->lock_turns, 1, memory_order_relaxed); /* a caller's turn */
+    int rc = YYC_NOTFOUND;
+    /* A closed connection is reopened by the next call, which may wait: not here. */
+    if (!dc->closed && dc->kv && yyc__kv_is_open(dc->kv)) {
+        if (!yyc__dc_queued_read_locked(dc, key, false, out_value, out_len, &rc)) {
+            rc = yyc_kv_get_value(dc->kv, key, out_value, out_len);
+            arm_read_end_locked(dc);
+        }
+        if (rc == YYC_OK && out_ttl_seconds &&
+            !time_to_live_of_hit_locked(dc, key, out_ttl_seconds))
+            rc = YYC_NOTFOUND; /* (the caller asks again, the way that may wait) */
+        if (rc == YYC_OK) dc->stats.hits++;
+    }
+    if (rc != YYC_OK) { /* (a queued removal answers NOTFOUND with nothing to free) */
+        free(*out_value);
+        *out_value = NULL;
+        *out_len = 0;
+    }
+    yyc__dc_unlock_and_deliver(dc);
+    return rc == YYC_OK;
+}
+
 int yyc_diskcache_get_extended_data(yyc_diskcache *dc, const char *key, void **out,
                                     size_t *out_len) {
     if (YYC__MISUSE(dc == NULL || out == NULL || out_len == NULL))

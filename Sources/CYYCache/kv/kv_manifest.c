@@ -612,8 +612,9 @@ int yyc__kv_vacuum(yyc_kv *kv) {
     return rc;
 }
 
-#ifdef YYC_TESTING
 bool yyc__kv_is_open(const yyc_kv *kv) { return kv->db != NULL; }
+
+#ifdef YYC_TESTING
 
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds) {
     kv->max_open_retries = max_tries;

@@ -30,6 +30,10 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
 /* Sets the busy timeout (milliseconds; applied now and at every reopen). */
 void yyc__kv_set_busy_timeout(yyc_kv *kv, int ms);
 
+/* Whether the manifest connection is open now (false after a failed reopen, until the next call
+ * reopens it). */
+bool yyc__kv_is_open(const yyc_kv *kv);
+
 /* The trims a disk cache runs in batches (yyc__kv_trim_batch). */
 typedef enum yyc__kv_trim {
     YYC__KV_TRIM_TO_SIZE,  /* least recently used first, until the total size is at most value */
@@ -296,9 +300,6 @@ void yyc__kv_testing_advance_clock(int64_t ms);
  * then), or lets it run again (false). Thread-safe. */
 void yyc__kv_testing_freeze_clock(bool frozen);
 
-/* Testing: whether the manifest connection is open now (false after a failed reopen). */
-bool yyc__kv_is_open(const yyc_kv *kv);
-
 /* Testing: the lazy-reopen limits, and the next n opens of the manifest fail with YYC_EIO. */
 void yyc__kv_set_reopen_policy(yyc_kv *kv, int max_tries, double interval_seconds);
 void yyc__kv_fail_next_opens(yyc_kv *kv, int n);
@@ -332,6 +333,10 @@ int64_t yyc__kv_testing_mmap_size_pragma(yyc_kv *kv);
 int yyc__kv_checkpoint_jobs_in_sqlite(void);
 /* Testing: how many times the storage summed its manifest for its totals (kv_totals.c). */
 uint64_t yyc__kv_totals_scans(const yyc_kv *kv);
+/* Testing: the busy timeout (milliseconds) of every storage opened from now on, in the whole
+ * process (0: back to YYC__KV_BUSY_TIMEOUT_MS), so a test of a locked manifest need not wait the
+ * real 5 s. Thread-safe. */
+void yyc__kv_testing_set_default_busy_timeout(int ms);
 #endif /* YYC_TESTING */
 
 #endif /* YYCACHE_KV_PRIVATE_H */

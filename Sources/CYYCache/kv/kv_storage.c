@@ -74,6 +74,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,22 @@ static int delete_row(yyc_kv *kv, const char *key);
 static int step_learning_old_row(yyc_kv *kv, sqlite3_stmt *s, const char *key, int64_t size,
                                  const char *what);
 static int64_t now_seconds(void) { return (int64_t)time(NULL); }
+
+#ifdef YYC_TESTING
+static atomic_int testing_busy_timeout_ms; /* 0: the default */
+void yyc__kv_testing_set_default_busy_timeout(int ms) {
+    atomic_store(&testing_busy_timeout_ms, ms > 0 ? ms : 0);
+}
+#endif
+
+/* The busy timeout a new storage starts with. */
+static int default_busy_timeout_ms(void) {
+#ifdef YYC_TESTING
+    int ms = atomic_load(&testing_busy_timeout_ms);
+    if (ms > 0) return ms;
+#endif
+    return YYC__KV_BUSY_TIMEOUT_MS;
+}
 /* --- open / close / properties --- */
 
 int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, void *hook_ctx,
@@ -112,7 +129,7 @@ int yyc__kv_open_ex(const char *path, yyc_kv_type type, yyc_error_hook hook, voi
     kv->root_fd = -1;
     kv->data_fd = -1;
     kv->save_dir_fd = -1;
-    kv->busy_timeout_ms = YYC__KV_BUSY_TIMEOUT_MS;
+    kv->busy_timeout_ms = default_busy_timeout_ms();
     yyc__lru_map_init(&kv->access);
     kv->max_open_retries = YYC__KV_MAX_OPEN_RETRIES;
     kv->retry_interval = YYC__KV_RETRY_INTERVAL;

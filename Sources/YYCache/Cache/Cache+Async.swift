@@ -32,8 +32,9 @@ extension Cache {
     /// ``value(forKey:)``.
     ///
     /// A memory hit is served in the caller's context, without a hop (the function runs on the
-    /// caller's executor, like a synchronous call); only a disk read leaves it, for a dispatch
-    /// queue off the cooperative pool.
+    /// caller's executor, like a synchronous call), and so is a disk hit that waits for no lock;
+    /// a miss, or a disk read that would wait (for a write, a trim, another process's lock),
+    /// runs on a dispatch queue off the cooperative pool.
     ///
     /// - Parameters:
     ///   - key: The key.
@@ -57,8 +58,10 @@ extension Cache {
         }
         let generation = memoryCache.writeGeneration(forKey: key)
         let disk = diskCache
-        guard let found = try await disk.onDiskQueue({ try disk.dataAndTimeToLive(forKey: key) })
-        else {
+        // A disk hit that waits for no lock is read here too; the rest on the disk queue.
+        var found = disk.dataAndTimeToLiveAtOnce(forKey: key)
+        if found == nil { found = try await disk.onDiskQueue { try disk.dataAndTimeToLive(forKey: key) } }
+        guard let found else {
             counters.miss()
             return nil
         }

@@ -10,9 +10,12 @@ import Dispatch
 // Async twins, one per synchronous method (same labels and defaults): in async code they are
 // the ones chosen, and they need `await` (see "Synchronous and async spellings" on DiskCache).
 // Each checks for cancellation before it starts, then runs the blocking call on a
-// dispatch queue behind a continuation, so the cooperative pool never blocks on the disk.
-// Coding (CPU work, not I/O) runs in the calling task. Sequential awaits are ordered; calls
-// from concurrent tasks run concurrently, serialized by the core's lock.
+// dispatch queue behind a continuation, so the cooperative pool never waits for a lock or a
+// busy timeout. The exception is a read that can be answered at once (yyc_diskcache_try_get: the
+// core's lock is free and the value is there): it runs in the calling task, since a hop to the
+// queue and back costs more than the read. Coding (CPU work, not I/O) runs in the calling task.
+// Sequential awaits are ordered; calls from concurrent tasks run concurrently, serialized by the
+// core's lock.
 extension DiskCache {
     /// The queue that runs the blocking halves of the async twins (shared by every DiskCache).
     static let asyncQueue = DispatchQueue(label: "yycache.disk", qos: .utility, attributes: .concurrent)
@@ -44,14 +47,51 @@ extension DiskCache {
 
     /// The bytes stored for `key`; the async twin of ``data(forKey:)``.
     ///
+    /// A hit that needs no lock another thread holds is read in the calling task, without a hop
+    /// (as fast as the synchronous call); a miss, or a read that would wait (for a write, a trim,
+    /// another process's lock), runs on a dispatch queue off the cooperative pool.
+    ///
     /// - Parameters:
     ///   - key: The key.
     /// - Returns: The bytes, or `nil` on a miss.
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     ///
-    /// The corresponding C function is `yyc_diskcache_get`.
-    public func data(forKey key: String) async throws -> Data? {
-        try await onDiskQueue { try self.data(forKey: key) }
+    /// Like the synchronous call, it runs on the caller's executor (a hit needs no hop).
+    ///
+    /// The corresponding C functions are `yyc_diskcache_try_get`, then `yyc_diskcache_get`.
+    nonisolated(nonsending)
+        public func data(forKey key: String) async throws -> Data?
+    {
+        try Task.checkCancellation()
+        if let hit = dataAtOnce(forKey: key) { return hit }
+        return try await onDiskQueue { try self.data(forKey: key) }
+    }
+
+    /// The bytes stored for `key` if they can be read without waiting for a lock; `nil` for
+    /// anything else (a miss included: the caller asks again the way that may wait).
+    func dataAtOnce(forKey key: String) -> Data? {
+        readAtOnce(forKey: key, timeToLive: false)?.0
+    }
+
+    /// ``dataAtOnce(forKey:)`` with the entry's remaining time to live in seconds (`.infinity`:
+    /// none), as `dataAndTimeToLive(forKey:)` gives them.
+    func dataAndTimeToLiveAtOnce(forKey key: String) -> (Data, Double)? {
+        readAtOnce(forKey: key, timeToLive: true)
+    }
+
+    private func readAtOnce(forKey key: String, timeToLive: Bool) -> (Data, Double)? {
+        guard CStrings.isStorableKey(key) else { return nil }
+        return withOpenCore { core -> (Data, Double)? in
+            var bytes: UnsafeMutableRawPointer?
+            var count = 0
+            var seconds = Double.infinity
+            let hit = key.withCString { key in
+                timeToLive
+                    ? yyc_diskcache_try_get(core, key, &bytes, &count, &seconds)
+                    : yyc_diskcache_try_get(core, key, &bytes, &count, nil)
+            }
+            return hit ? (CStrings.takeData(bytes, count: count), seconds) : nil
+        } ?? nil
     }
 
     /// Stores bytes for `key`; the async twin of ``setData(_:forKey:extendedData:)``.
@@ -77,7 +117,9 @@ extension DiskCache {
     ///   ``CacheError/Code/decoding``).
     ///
     /// The corresponding C function is `yyc_diskcache_get`.
-    public func value<T: Decodable>(_ type: T.Type, forKey key: String) async throws -> T? {
+    nonisolated(nonsending)
+        public func value<T: Decodable>(_ type: T.Type, forKey key: String) async throws -> T?
+    {
         guard let data = try await data(forKey: key) else { return nil }
         return try decode(type, from: data)
     }
@@ -201,13 +243,19 @@ extension DiskCache {
         try await onDiskQueue { try self.trim(toCost: cost) }
     }
 
-    /// The async twin of ``trim(toAge:)``.
+    /// The async twin of the synchronous `trim(toAge:)` with a `Duration`.
     ///
     /// - Parameters:
-    ///   - age: Seconds since the last access.
+    ///   - age: The time since the last access to keep values for.
     /// - Throws: `CancellationError` if cancelled before it starts; ``CacheError``.
     ///
     /// The corresponding C function is `yyc_diskcache_trim_to_age`.
+    public func trim(toAge age: Duration) async throws {
+        try await onDiskQueue { try self.trim(toAge: age) }
+    }
+
+    /// The async twin of the deprecated `trim(toAge:)` that takes seconds.
+    @available(*, deprecated, message: "use trim(toAge:) with a Duration")
     public func trim(toAge age: TimeInterval) async throws {
         try await onDiskQueue { try self.trim(toAge: age) }
     }

@@ -237,15 +237,22 @@ extension DiskCache {
         try withCore { try CacheError.check(yyc_diskcache_trim_to_cost($0, Int64(max(cost, 0)))) }
     }
 
-    /// Removes every value not accessed in the last `age` seconds. An age `<= 0` removes
-    /// everything; `.greatestFiniteMagnitude` does nothing. Access times have one-second
-    /// resolution.
+    /// Removes every value not accessed in the last `age`. Zero (or a negative age) removes
+    /// everything. Access times have one-second resolution.
     ///
     /// - Parameters:
-    ///   - age: Seconds since the last access.
+    ///   - age: The time since the last access to keep values for.
     /// - Throws: ``CacheError`` (``CacheError/Code/closed``, I/O and SQLite failures).
     ///
     /// The corresponding C function is `yyc_diskcache_trim_to_age`.
+    @_disfavoredOverload
+    public func trim(toAge age: Duration) throws {
+        try withCore { try CacheError.check(yyc_diskcache_trim_to_age($0, max(0, age.seconds))) }
+    }
+
+    /// YYCache's spelling of `trim(toAge:)` with a `Duration`: seconds; `.greatestFiniteMagnitude`
+    /// does nothing.
+    @available(*, deprecated, message: "use trim(toAge:) with a Duration")
     @_disfavoredOverload
     public func trim(toAge age: TimeInterval) throws {
         try withCore { try CacheError.check(yyc_diskcache_trim_to_age($0, age)) }

@@ -14,7 +14,7 @@ extension DiskCache {
     /// for none. Shared by every object on the path, like the limits. Entries already stored
     /// keep theirs. A negative duration counts as zero.
     ///
-    /// Unlike ``ageLimit`` (since the last access, enforced by trims), a time to live is strict:
+    /// Unlike ``maximumAge`` (since the last access, enforced by trims), a time to live is strict:
     /// an entry past it is never returned by any read (`data(forKey:)`,
     /// `value(_:forKey:)`, `containsValue(forKey:)`,
     /// `extendedData(forKey:)`, `timeToLive(forKey:)`); the read that finds it removes
@@ -79,6 +79,9 @@ extension DiskCache {
 
     /// The time `key`'s entry has left to live, or `nil` if it has no time to live, there is no
     /// entry (an expired one is removed), or after an error. Does not change the access time.
+    ///
+    /// Blocking: reads the manifest (waiting for the core's lock, and for removing an expired
+    /// entry, the folder lock); there is no async twin.
     ///
     /// The corresponding C function is `yyc_diskcache_time_to_live`.
     @_disfavoredOverload

@@ -49,11 +49,18 @@ extension DiskCache {
         set { _ = withOpenCore { yyc_diskcache_set_cost_limit($0, Int64(max(newValue, 0))) } }
     }
 
-    /// The maximum time, in seconds, since a value was last accessed, enforced by the trims and
-    /// the auto-trim only. Default `.greatestFiniteMagnitude`: no limit.
+    /// The maximum time since a value was last accessed, enforced by the trims and the auto-trim
+    /// only. Default `nil`: no limit. A negative duration is stored as zero.
     ///
     /// The corresponding C functions are `yyc_diskcache_age_limit` and
     /// `yyc_diskcache_set_age_limit`.
+    public var maximumAge: Duration? {
+        get { DurationLimit.limitDuration(seconds: withOpenCore { yyc_diskcache_age_limit($0) } ?? .infinity) }
+        set { _ = withOpenCore { yyc_diskcache_set_age_limit($0, DurationLimit.limitSeconds(newValue)) } }
+    }
+
+    /// YYCache's spelling of ``maximumAge``: seconds, `.greatestFiniteMagnitude` for no limit.
+    @available(*, deprecated, message: "use maximumAge (a Duration; nil: no limit)")
     public var ageLimit: TimeInterval {
         get { withOpenCore { yyc_diskcache_age_limit($0) } ?? .greatestFiniteMagnitude }
         set { _ = withOpenCore { yyc_diskcache_set_age_limit($0, newValue) } }
@@ -69,11 +76,18 @@ extension DiskCache {
         set { _ = withOpenCore { yyc_diskcache_set_free_disk_space_limit($0, Int64(max(newValue, 0))) } }
     }
 
-    /// Seconds between background trims (cost, count, age, free space). Default 60. A value
-    /// `<= 0` pauses the auto-trim.
+    /// The time between background trims (cost, count, age, free space). Default 60 seconds;
+    /// `nil` (or zero) pauses the auto-trim.
     ///
     /// The corresponding C functions are `yyc_diskcache_auto_trim_interval` and
     /// `yyc_diskcache_set_auto_trim_interval`.
+    public var autoTrimPeriod: Duration? {
+        get { DurationLimit.periodDuration(seconds: withOpenCore { yyc_diskcache_auto_trim_interval($0) } ?? 60) }
+        set { _ = withOpenCore { yyc_diskcache_set_auto_trim_interval($0, DurationLimit.periodSeconds(newValue)) } }
+    }
+
+    /// YYCache's spelling of ``autoTrimPeriod``: seconds; a value `<= 0` pauses the auto-trim.
+    @available(*, deprecated, message: "use autoTrimPeriod (a Duration; nil: paused)")
     public var autoTrimInterval: TimeInterval {
         get { withOpenCore { yyc_diskcache_auto_trim_interval($0) } ?? 60 }
         set { _ = withOpenCore { yyc_diskcache_set_auto_trim_interval($0, newValue) } }

@@ -6,7 +6,7 @@ extension DiskCache {
     /// Called once for every entry that a call of this process removes, with its key and why it
     /// left: `.explicit` (`removeValue(forKey:)`, a `nil` set,
     /// `removeAllValues`: one per entry), `.replaced` (a set on a key that had a value),
-    /// `.expired` (its time to live, the age limit, `trim(toAge:)`), `.evicted` (the count,
+    /// `.expired` (its time to live, the maximum age, `trim(toAge:)`), `.evicted` (the count,
     /// cost and free-space limits, `trim(toCount:)`, `trim(toCost:)`). Default `nil`.
     ///
     /// The handler runs after the entry left (a read no longer finds it), with no lock held,

@@ -11,6 +11,10 @@ extension DiskCache {
     /// thrown). After ``close()`` the getter answers ``DiskWriteMode/immediate`` and the setter
     /// does nothing.
     ///
+    /// Blocking: setting ``DiskWriteMode/immediate`` commits the queued writes on the calling
+    /// thread (in async code, `try await flush()` first: the setter then has little or nothing to
+    /// commit).
+    ///
     /// The corresponding C functions are `yyc_diskcache_write_mode` and
     /// `yyc_diskcache_set_write_mode`.
     public var writeMode: DiskWriteMode {

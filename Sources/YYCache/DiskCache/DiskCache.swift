@@ -77,6 +77,10 @@ public final class DiskCache: Sendable {
     /// Opens the disk cache at `path` with an inline threshold of 20480 bytes (YYDiskCache's
     /// default), or joins the core already open for that path in this process.
     ///
+    /// Blocking: opens or creates the folder and its manifest, and may wait up to the busy
+    /// timeout (5 seconds) for another process that holds the manifest; in async code, create the
+    /// cache off the cooperative pool if that matters (there is no async initializer).
+    ///
     /// - Parameters:
     ///   - path: The cache folder; created if needed.
     /// - Throws: ``CacheError`` (``CacheError/Code/invalidArgument`` for an empty path, the
@@ -89,6 +93,8 @@ public final class DiskCache: Sendable {
 
     /// Opens the disk cache at `path`, or joins the core already open for that path in this
     /// process (whose threshold then wins over `inlineThreshold`).
+    ///
+    /// Blocking: as ``init(path:)``.
     ///
     /// - Parameters:
     ///   - path: The cache folder; created if needed.

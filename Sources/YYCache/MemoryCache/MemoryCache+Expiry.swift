@@ -7,7 +7,7 @@ extension MemoryCache {
     /// A negative duration counts as zero (such entries are expired as soon as they are
     /// stored).
     ///
-    /// Unlike ``ageLimit`` (since the last access, enforced by trims), a time to live is strict:
+    /// Unlike ``maximumAge`` (since the last access, enforced by trims), a time to live is strict:
     /// an entry past it is never returned by any read (``value(forKey:)``, the subscript,
     /// ``containsValue(forKey:)``, ``timeToLive(forKey:)``); the read that finds it removes it,
     /// and every trim (also one within its limit) and the auto-trim remove all expired entries.

@@ -40,12 +40,35 @@ extension MemoryCache {
         }
     }
 
-    /// The maximum time, in seconds, since an entry was last read or set. Enforced by the
-    /// auto-trim and ``trim(toAge:)``. Default `.greatestFiniteMagnitude`: no limit (so are
-    /// `.infinity` and NaN).
+    /// The maximum time since an entry was last read or set, enforced by the auto-trim and
+    /// ``trim(toAge:)-(Duration)``. Default `nil`: no limit. A negative duration is stored as zero.
     ///
     /// The corresponding C functions are `yyc_memcache_age_limit` and
     /// `yyc_memcache_set_age_limit`.
+    public var maximumAge: Duration? {
+        get { DurationLimit.limitDuration(seconds: afterReleasing(yyc_memcache_age_limit(handle))) }
+        set {
+            yyc_memcache_set_age_limit(handle, DurationLimit.limitSeconds(newValue))
+            releaseHandedBackValues()
+        }
+    }
+
+    /// The time between background trims (cost, then count, then age). Default 5 seconds;
+    /// `nil` (or zero) pauses the auto-trim. A change takes effect at once.
+    ///
+    /// The corresponding C functions are `yyc_memcache_auto_trim_interval` and
+    /// `yyc_memcache_set_auto_trim_interval`.
+    public var autoTrimPeriod: Duration? {
+        get { DurationLimit.periodDuration(seconds: afterReleasing(yyc_memcache_auto_trim_interval(handle))) }
+        set {
+            yyc_memcache_set_auto_trim_interval(handle, DurationLimit.periodSeconds(newValue))
+            releaseHandedBackValues()
+        }
+    }
+
+    /// YYCache's spelling of ``maximumAge``: seconds, `.greatestFiniteMagnitude` (also
+    /// `.infinity` and NaN) for no limit.
+    @available(*, deprecated, message: "use maximumAge (a Duration; nil: no limit)")
     public var ageLimit: TimeInterval {
         get { afterReleasing(yyc_memcache_age_limit(handle)) }
         set {
@@ -54,11 +77,8 @@ extension MemoryCache {
         }
     }
 
-    /// Seconds between background trims (cost, then count, then age). Default 5. A value
-    /// `<= 0` pauses the auto-trim; a change takes effect at once.
-    ///
-    /// The corresponding C functions are `yyc_memcache_auto_trim_interval` and
-    /// `yyc_memcache_set_auto_trim_interval`.
+    /// YYCache's spelling of ``autoTrimPeriod``: seconds, a value `<= 0` pauses the auto-trim.
+    @available(*, deprecated, message: "use autoTrimPeriod (a Duration; nil: paused)")
     public var autoTrimInterval: TimeInterval {
         get { afterReleasing(yyc_memcache_auto_trim_interval(handle)) }
         set {
@@ -97,14 +117,22 @@ extension MemoryCache {
         releaseHandedBackValues()
     }
 
-    /// Evicts every entry not read or set in the last `age` seconds. An age `<= 0` removes
-    /// everything; `.greatestFiniteMagnitude` does nothing.
+    /// Evicts every entry not read or set in the last `age`. Zero (or a negative age) removes
+    /// everything.
     ///
     /// - Parameters:
-    ///   - age: Seconds since the last access.
+    ///   - age: The time since the last access to keep entries for.
     /// - Complexity: O(*k*) for *k* evicted entries.
     ///
     /// The corresponding C function is `yyc_memcache_trim_to_age`.
+    public func trim(toAge age: Duration) {
+        yyc_memcache_trim_to_age(handle, max(0, age.seconds))
+        releaseHandedBackValues()
+    }
+
+    /// YYCache's spelling of ``trim(toAge:)-(Duration)``: seconds; `.greatestFiniteMagnitude`
+    /// does nothing.
+    @available(*, deprecated, message: "use trim(toAge:) with a Duration")
     public func trim(toAge age: TimeInterval) {
         yyc_memcache_trim_to_age(handle, age)
         releaseHandedBackValues()

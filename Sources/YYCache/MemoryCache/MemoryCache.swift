@@ -12,7 +12,7 @@ import CYYCache
 /// Entries live in the C core's hash table threaded onto a doubly linked list in access order;
 /// lookups, inserts and removals are O(1). Limits on count, cost and age are soft: count eviction
 /// happens during `setValue` (one entry per call), cost eviction runs in the background, and an
-/// auto-trim runs every ``autoTrimInterval`` seconds.
+/// auto-trim runs every ``autoTrimPeriod``.
 ///
 /// Storage depends on `Value`: values of up to 64 bytes (`Int`,
 /// `Data`, `String`, small structs) are copied into the C entry itself; class instances are

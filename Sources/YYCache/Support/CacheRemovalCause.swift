@@ -11,7 +11,7 @@ public enum CacheRemovalCause: Sendable, Hashable, CaseIterable {
     /// A set on the same key replaced the value.
     case replaced
     /// Its time to live passed (found by a read, or removed by a trim or the auto-trim), or the
-    /// age limit or `trim(toAge:)` removed it.
+    /// maximum age or `trim(toAge:)` removed it.
     case expired
     /// The count or cost limit, `trim(toCount:)`, `trim(toCost:)` (or, on disk, the free-space
     /// limit) removed it.
