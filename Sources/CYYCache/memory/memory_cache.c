@@ -84,7 +84,9 @@ static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type 
         yyc__lru_map_init(&c->map);
     }
 #ifdef YYC_TESTING
-    yyc__lru_map_set_policy(&c->map, (yyc__policy)atomic_load(&testing_default_policy));
+    yyc__mc_lock(c);
+    yyc__mc_set_policy_locked(c, (yyc__policy)atomic_load(&testing_default_policy));
+    yyc__mc_unlock(c);
 #endif
     c->count_limit = SIZE_MAX;
     c->cost_limit = SIZE_MAX;
@@ -175,6 +177,7 @@ void yyc__mc_free_now(yyc_memcache *c) {
     free(c->garbage_vals);
     yyc__expiry_destroy(&c->expiry);
     yyc__lru_map_destroy(&c->map);
+    free(c->stripes);
     pthread_mutex_destroy(&c->lock);
     free(c);
     if (free_fn) free_fn(free_ctx);
@@ -214,7 +217,7 @@ int yyc_memcache_set_policy(yyc_memcache *c, yyc_eviction_policy policy) {
     yyc__mc_lock(c);
     int rc = YYC_OK;
     if (yyc__lru_map_count(&c->map) != 0) rc = YYC_EINVAL; /* in use: too late */
-    else yyc__lru_map_set_policy(&c->map, (yyc__policy)policy);
+    else yyc__mc_set_policy_locked(c, (yyc__policy)policy);
     yyc__mc_unlock(c);
     return rc;
 }
@@ -311,6 +314,10 @@ int yyc_memcache_statistics(yyc_memcache *c, yyc_cache_statistics *out) {
     if (!c || !out) return YYC_EINVAL;
     yyc__mc_lock(c);
     *out = c->stats;
+    uint64_t hits, misses; /* those of shared reads */
+    yyc__mc_shared_stats_locked(c, &hits, &misses);
+    out->hits += hits;
+    out->misses += misses;
     yyc__mc_unlock(c);
     return YYC_OK;
 }
@@ -319,6 +326,7 @@ void yyc_memcache_reset_statistics(yyc_memcache *c) {
     if (!c) return;
     yyc__mc_lock(c);
     memset(&c->stats, 0, sizeof c->stats);
+    yyc__mc_shared_stats_reset_locked(c);
     yyc__mc_unlock(c);
 }
 /* --- test hooks --- */

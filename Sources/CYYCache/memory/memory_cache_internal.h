@@ -81,7 +81,14 @@
  *   - Removal causes: every node that leaves the map is tagged with its cause (set_cause) and
  *     counted in stats.removals in the same critical section; listening == (removal_fn != NULL).
  *   - stats counts what memory_cache.h says, only under the lock.
- *   - flights lists the loads under way (begin_load .. finish_load), at most one per key. */
+ *   - flights lists the loads under way (begin_load .. finish_load), at most one per key.
+ *   - Shared reads (memory_cache_reads.c): shared_reads is true iff stripes is allocated and the
+ *     policy is SIEVE, S3-FIFO or TinyLFU; it changes only under the lock while shared readers
+ *     are excluded. While a thread holds the lock with shared_reads set, excluding is true,
+ *     `writer` is set and no shared reader is inside (every stripe's readers count was seen at
+ *     0 after `writer` was set); each TinyLFU hit buffered by a shared reader has been applied
+ *     (the buffers are drained when the lock is taken), so a buffered node is always in the
+ *     map. stats.hits and stats.misses do not include the stripes' counters (summed on read). */
 struct yyc_memcache {
     pthread_mutex_t lock;
     /* memory_cache.h "Statistics". Next to the lock: the calls that count take it anyway, so the
@@ -125,6 +132,11 @@ struct yyc_memcache {
     void *removal_ctx;
     atomic_bool listening;               /* removal_fn != NULL, readable without the lock */
     struct yyc_memcache_flight *flights; /* loads under way (begin_load) */
+    /* Shared reads (memory_cache_reads.c). */
+    atomic_bool shared_reads;       /* gets of this policy may take the shared path */
+    atomic_bool writer;             /* the lock's holder excludes shared readers */
+    bool excluding;                 /* under lock: this holder set `writer` */
+    struct yyc__mc_stripe *stripes; /* YYC__MC_STRIPES, or NULL (LRU: never allocated) */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -164,6 +176,40 @@ extern _Atomic double yyc__mc_testing_clock_offset;
  * expired. Read only for entries that have a time to live. */
 static inline double yyc__mc_ttl_now(void) { return yyc__monotonic_now() + YYC__MC_CLOCK_OFFSET; }
 
+/* --- shared reads (memory_cache_reads.c) --- */
+
+/* A get of a SIEVE, S3-FIFO or TinyLFU cache does not take the mutex: it enters one of
+ * YYC__MC_STRIPES reader stripes (chosen by its thread; a counter on its own cache line), looks
+ * the key up and records its hit there - SIEVE's visited bit and S3-FIFO's frequency with relaxed
+ * atomics on the node, TinyLFU's hit in the stripe's lossy buffer, applied by the next holder of
+ * the lock - and leaves. The lock's holder excludes shared readers (a brlock): it sets `writer`,
+ * then waits until every stripe's readers count is 0; a reader that sees `writer` after entering
+ * leaves and takes the mutex instead. Reads therefore never see the map change under them, and
+ * a node they find stays in the map until they leave. */
+#define YYC__MC_STRIPES 16u
+#define YYC__MC_READ_BUFFER 32u /* TinyLFU hits buffered per stripe */
+
+typedef struct yyc__mc_stripe {
+    _Alignas(64) atomic_size_t readers; /* shared readers inside, on this stripe */
+    atomic_size_t pending;              /* TinyLFU: hits offered to buffer (> its size: lost) */
+    atomic_uint_least64_t hits, misses; /* counted by shared reads (stats adds them) */
+    _Atomic(yyc__lru_node *) buffer[YYC__MC_READ_BUFFER]; /* TinyLFU: the first pending hits */
+} yyc__mc_stripe;
+
+/* Waits until no shared reader is inside, with `writer` set, and applies the buffered TinyLFU
+ * hits (under lock; shared_reads is set). */
+void yyc__mc_exclude_readers_locked(yyc_memcache *c);
+/* Sets the map's policy (under lock, the map empty) and whether gets may read shared. */
+void yyc__mc_set_policy_locked(yyc_memcache *c, yyc__policy policy);
+/* The get of a shared-read policy: YYC_OK or YYC_NOTFOUND as get, or YYC__MC_USE_LOCK when the
+ * caller must take the locked path (a writer holds the lock, or the entry has expired). */
+#define YYC__MC_USE_LOCK 0x7fff
+int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *out,
+                       bool inline_mode);
+/* The hits and misses of shared reads, summed over the stripes; zeroed (under lock). */
+void yyc__mc_shared_stats_locked(yyc_memcache *c, uint64_t *hits, uint64_t *misses);
+void yyc__mc_shared_stats_reset_locked(yyc_memcache *c);
+
 /* --- locking --- */
 
 static inline void yyc__mc_lock(yyc_memcache *c) {
@@ -171,16 +217,24 @@ static inline void yyc__mc_lock(yyc_memcache *c) {
     assert(rc == 0);
     (void)rc;
     yyc__lock_note_acquired(&c->lock);
+    if (atomic_load_explicit(&c->shared_reads, memory_order_relaxed))
+        yyc__mc_exclude_readers_locked(c);
 }
 
 /* pthread_mutex_trylock: whether the lock was taken (then unlock it). */
 static inline bool yyc__mc_try_lock(yyc_memcache *c) {
     if (pthread_mutex_trylock(&c->lock) != 0) return false;
     yyc__lock_note_acquired(&c->lock);
+    if (atomic_load_explicit(&c->shared_reads, memory_order_relaxed))
+        yyc__mc_exclude_readers_locked(c);
     return true;
 }
 
 static inline void yyc__mc_unlock(yyc_memcache *c) {
+    if (c->excluding) {
+        c->excluding = false;
+        atomic_store_explicit(&c->writer, false, memory_order_release);
+    }
     yyc__lock_note_released(&c->lock);
     int rc = pthread_mutex_unlock(&c->lock);
     assert(rc == 0);

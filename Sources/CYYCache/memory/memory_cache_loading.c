@@ -202,9 +202,11 @@ static int get_or_load_impl(yyc_memcache *c, const void *key, size_t key_len, si
             (void)yyc_memcache_finish_load_inline(c, flight, YYC_OK, copy, cost, NULL, ns);
         }
     } else if (rc == YYC_NOTFOUND) {
-        yyc__mc_lock(c);
+        /* The mutex alone (not yyc__mc_lock, which would exclude shared readers across the
+         * wait): it guards only w here, and the wait releases it. */
+        pthread_mutex_lock(&c->lock);
         while (!w.done) pthread_cond_wait(&w.cond, &c->lock);
-        yyc__mc_unlock(c);
+        pthread_mutex_unlock(&c->lock);
         rc = w.status;
     }
     pthread_cond_destroy(&w.cond);
