@@ -189,10 +189,27 @@ static inline double yyc__mc_ttl_now(void) { return yyc__monotonic_now() + YYC__
 #define YYC__MC_STRIPES 16u
 #define YYC__MC_READ_BUFFER 32u /* TinyLFU hits buffered per stripe */
 
+/* A stripe's state word: the readers inside (bits 0-15), and the hits (16-39) and misses
+ * (40-63) of its gets not yet folded into hits / misses. A get enters by adding 1 and leaves by
+ * adding YYC__MC_HIT - 1 or YYC__MC_MISS - 1: one atomic operation counts and leaves. The lock's
+ * holder folds the counts (exactly: readers change only the low bits meanwhile) once they pass
+ * YYC__MC_FOLD_AT, long before a field could overflow. */
+#define YYC__MC_READERS UINT64_C(0xffff)
+#define YYC__MC_HIT (UINT64_C(1) << 16)
+#define YYC__MC_MISS (UINT64_C(1) << 40)
+#define YYC__MC_FIELD UINT64_C(0xffffff)
+#ifdef YYC_TESTING /* test builds fold often, so that the tests' counts go through it */
+#define YYC__MC_FOLD_AT (UINT64_C(1) << 6)
+#define YYC__MC_FOLD_STEP UINT64_C(0xf)
+#else
+#define YYC__MC_FOLD_AT (UINT64_C(1) << 22)
+#define YYC__MC_FOLD_STEP UINT64_C(0x3ffff)
+#endif
+
 typedef struct yyc__mc_stripe {
-    _Alignas(64) atomic_size_t readers; /* shared readers inside, on this stripe */
-    atomic_size_t pending;              /* TinyLFU: hits offered to buffer (> its size: lost) */
-    atomic_uint_least64_t hits, misses; /* counted by shared reads (stats adds them) */
+    _Alignas(64) atomic_uint_least64_t state; /* readers inside, unfolded hits and misses */
+    atomic_size_t pending;                    /* TinyLFU: hits offered to buffer (> size: lost) */
+    uint64_t hits, misses;                    /* folded counts (under lock) */
     _Atomic(yyc__lru_node *) buffer[YYC__MC_READ_BUFFER]; /* TinyLFU: the first pending hits */
 } yyc__mc_stripe;
 

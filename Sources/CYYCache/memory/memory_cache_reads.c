@@ -30,6 +30,15 @@ static void drain_locked(yyc_memcache *c, yyc__mc_stripe *s) {
     atomic_store_explicit(&s->pending, 0, memory_order_relaxed);
 }
 
+/* Moves s's unfolded counts to its folded ones (under lock, shared readers excluded). */
+static void fold_locked(yyc__mc_stripe *s) {
+    uint64_t v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    uint64_t h = v >> 16 & YYC__MC_FIELD, m = v >> 40 & YYC__MC_FIELD;
+    atomic_fetch_sub_explicit(&s->state, h * YYC__MC_HIT + m * YYC__MC_MISS, memory_order_relaxed);
+    s->hits += h;
+    s->misses += m;
+}
+
 void yyc__mc_exclude_readers_locked(yyc_memcache *c) {
     yyc__assert_held(&c->lock);
     assert(c->stripes && !c->excluding);
@@ -39,10 +48,15 @@ void yyc__mc_exclude_readers_locked(yyc_memcache *c) {
         yyc__mc_stripe *s = &c->stripes[i];
         /* A reader inside runs a lookup and a retain or copy callback: short, so spin; yield
          * when it was descheduled meanwhile. */
-        for (unsigned spins = 0; atomic_load_explicit(&s->readers, memory_order_seq_cst) != 0;
+        uint64_t v;
+        for (unsigned spins = 0;
+             ((v = atomic_load_explicit(&s->state, memory_order_seq_cst)) & YYC__MC_READERS) != 0;
              spins++) {
             if (spins >= 64) sched_yield();
         }
+        if ((v >> 16 & YYC__MC_FIELD) >= YYC__MC_FOLD_AT ||
+            (v >> 40 & YYC__MC_FIELD) >= YYC__MC_FOLD_AT)
+            fold_locked(s);
     }
     /* Only once every stripe is empty: a reader still inside on a later stripe reads the links
      * the drain moves. */
@@ -71,16 +85,17 @@ void yyc__mc_shared_stats_locked(yyc_memcache *c, uint64_t *hits, uint64_t *miss
     yyc__assert_held(&c->lock);
     *hits = *misses = 0;
     for (unsigned i = 0; c->stripes && i < YYC__MC_STRIPES; i++) {
-        *hits += atomic_load_explicit(&c->stripes[i].hits, memory_order_relaxed);
-        *misses += atomic_load_explicit(&c->stripes[i].misses, memory_order_relaxed);
+        fold_locked(&c->stripes[i]);
+        *hits += c->stripes[i].hits;
+        *misses += c->stripes[i].misses;
     }
 }
 
 void yyc__mc_shared_stats_reset_locked(yyc_memcache *c) {
     yyc__assert_held(&c->lock);
     for (unsigned i = 0; c->stripes && i < YYC__MC_STRIPES; i++) {
-        atomic_store_explicit(&c->stripes[i].hits, 0, memory_order_relaxed);
-        atomic_store_explicit(&c->stripes[i].misses, 0, memory_order_relaxed);
+        fold_locked(&c->stripes[i]);
+        c->stripes[i].hits = c->stripes[i].misses = 0;
     }
 }
 
@@ -110,29 +125,40 @@ static inline void shared_touch(yyc_memcache *c, yyc__mc_stripe *s, yyc__lru_nod
     (void)c;
 }
 
+/* Leaves s counting a hit or a miss (unit, at bit shift). Returns whether the count is due to
+ * be folded (the caller then tries the lock, whose holder folds it): every YYC__MC_FOLD_STEP + 1
+ * counts past YYC__MC_FOLD_AT, so a busy lock only delays it. */
+static inline bool leave_counting(yyc_memcache *c, yyc__mc_stripe *s, uint64_t unit,
+                                  unsigned shift) {
+    (void)c;
+    uint64_t was = atomic_fetch_add_explicit(&s->state, unit - 1, memory_order_release);
+    uint64_t count = (was >> shift & YYC__MC_FIELD) + 1;
+    return __builtin_expect(count >= YYC__MC_FOLD_AT && (count & YYC__MC_FOLD_STEP) == 0, 0);
+}
+
 int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *out,
                        bool inline_mode) {
     yyc__mc_stripe *s = my_stripe(c);
-    atomic_fetch_add_explicit(&s->readers, 1, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&s->state, 1, memory_order_seq_cst);
     if (atomic_load_explicit(&c->writer, memory_order_seq_cst) ||
         !atomic_load_explicit(&c->shared_reads, memory_order_seq_cst)) {
-        atomic_fetch_sub_explicit(&s->readers, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&s->state, 1, memory_order_release);
         return YYC__MC_USE_LOCK;
     }
     /* Inside: no holder of the lock changes the map until this reader leaves. */
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
-        atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
-        atomic_fetch_sub_explicit(&s->readers, 1, memory_order_release);
+        if (leave_counting(c, s, YYC__MC_MISS, 40) && yyc__mc_try_lock(c)) yyc__mc_unlock(c);
         return YYC_NOTFOUND;
     }
     if (__builtin_expect(c->expiry.live != 0, 0) && yyc__mc_expired_locked(c, n)) {
         /* The locked path removes it and counts the miss. */
-        atomic_fetch_sub_explicit(&s->readers, 1, memory_order_release);
+        atomic_fetch_sub_explicit(&s->state, 1, memory_order_release);
         return YYC__MC_USE_LOCK;
     }
-    atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
-    /* Copied or retained before leaving: no set can replace and drop the value meanwhile. */
+    /* Copied or retained before leaving: no set can replace and drop the value meanwhile. An
+     * object is prefetched first and retained last, so that its likely cache miss overlaps the
+     * rest of the hit (as in the locked get). */
     void *v = NULL;
     if (inline_mode) {
         const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
@@ -140,7 +166,7 @@ int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *o
         else memcpy(out, slot, c->value_size);
     } else {
         v = n->value;
-        if (v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
+        if (v && c->cb.retain) __builtin_prefetch(v, 1);
     }
     /* The entry's time: written only when the coarse clock has moved, so that a hot node's line
      * is not written by every hit. */
@@ -149,8 +175,9 @@ int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *o
     if (was != now) __atomic_store(&n->time, &now, __ATOMIC_RELAXED);
     bool drain = false;
     shared_touch(c, s, n, c->map.policy, &drain);
-    atomic_fetch_sub_explicit(&s->readers, 1, memory_order_release);
+    if (v && c->cb.retain) v = c->cb.retain(c->cb.ctx, v);
     if (!inline_mode) *(void **)out = v;
-    if (__builtin_expect(drain, 0) && yyc__mc_try_lock(c)) yyc__mc_unlock(c); /* drains */
+    drain |= leave_counting(c, s, YYC__MC_HIT, 16);
+    if (__builtin_expect(drain, 0) && yyc__mc_try_lock(c)) yyc__mc_unlock(c); /* drains, folds */
     return YYC_OK;
 }
