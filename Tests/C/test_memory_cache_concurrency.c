@@ -1,7 +1,9 @@
 /*
  * test_memory_cache_concurrency.c - yyc_memcache under contention: mixed operations from eight
  * threads, and YYCache's PR #153 scenario (a reader dereferencing a value while another thread
- * replaces it). Run under ASan and TSan; a lifetime tracker catches leaks and double releases.
+ * replaces it), gets racing expiry. Run under ASan and TSan; a lifetime tracker catches leaks and
+ * double releases. With SIEVE, S3-FIFO and TinyLFU gets run in parallel without the mutex
+ * (memory_cache_reads.c): these races are what that path must survive.
  */
 #include "policy_support.h"
 
@@ -11,6 +13,7 @@
 #include "platform/internal.h" /* yyc__worker_async, to wait for the background worker */
 
 bool yyc__memcache_check(yyc_memcache *c); /* test hook (memory_cache.c, YYC_TESTING) */
+void yyc__memcache_testing_advance_clock(double seconds); /* memory_cache_expiry.c */
 
 #define TRACKED_MAGIC 0x5eed5eedu
 /* Seconds each race runs, under each of the four policies (`make soak`: 2). */
@@ -301,11 +304,115 @@ static void trim_interleaves_with_concurrent_gets(void **state) {
     assert_int_equal(atomic_load(&live), 0);
 }
 
+/* --- gets racing writers, evictions, expiry and remove_all never return an expired entry --- */
+
+typedef struct expiry_race {
+    yyc_memcache *c;
+    double stop_at;
+    atomic_long expired_upto; /* every "tick" value with an id <= this has expired */
+    atomic_long reads, expired_hits;
+} expiry_race;
+
+/* Sets keys (some with a time to live of 0: expired at once), removes, clears. */
+static void *expiry_writer(void *p) {
+    expiry_race *r = p;
+    uint64_t rng = 0xabcdefu;
+    char key[16];
+    while (test_now() < r->stop_at) {
+        for (int k = 0; k < 128; k++) {
+            int id = (int)(xorshift(&rng) % 500);
+            unsigned what = (unsigned)(xorshift(&rng) % 100);
+            bool dead = what < 30;
+            size_t len = (size_t)snprintf(key, sizeof key, dead ? "dead-%d" : "key-%d", id);
+            if (what < 85) {
+                tracked *v = tracked_new(id);
+                if (dead) yyc_memcache_set_with_ttl(r->c, key, len, v, 1, 0.0);
+                else yyc_memcache_set(r->c, key, len, v, 1);
+                tracked_drop(v);
+            } else if (what < 99) {
+                yyc_memcache_remove(r->c, key, len);
+            } else if (xorshift(&rng) % 8 == 0) {
+                yyc_memcache_remove_all(r->c);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Sets "tick" with a time to live of 1 s, then moves the deadlines' clock 2 s on. */
+static void *expirer(void *p) {
+    expiry_race *r = p;
+    for (long g = 1; test_now() < r->stop_at; g++) {
+        tracked *v = tracked_new((int)g);
+        yyc_memcache_set_with_ttl(r->c, "tick", 4, v, 1, 1.0);
+        tracked_drop(v);
+        usleep(200);
+        yyc__memcache_testing_advance_clock(2.0);
+        atomic_store(&r->expired_upto, g);
+    }
+    return NULL;
+}
+
+static void *expiry_reader(void *p) {
+    expiry_race *r = p;
+    uint64_t rng = (uint64_t)(uintptr_t)&rng | 1;
+    char key[16];
+    long n = 0;
+    while (test_now() < r->stop_at) {
+        for (int k = 0; k < 128; k++, n++) {
+            int id = (int)(xorshift(&rng) % 500);
+            size_t len = (size_t)snprintf(key, sizeof key, "key-%d", id);
+            read_and_use(r->c, key, len);
+            len = (size_t)snprintf(key, sizeof key, "dead-%d", id);
+            void *out = NULL;
+            if (yyc_memcache_get(r->c, key, len, &out) == YYC_OK) { /* set already expired */
+                atomic_fetch_add(&r->expired_hits, 1);
+                tracked_drop(out);
+            }
+            long upto = atomic_load(&r->expired_upto);
+            if (yyc_memcache_get(r->c, "tick", 4, &out) == YYC_OK) {
+                tracked *v = out;
+                if (atomic_load(&v->magic) != TRACKED_MAGIC) atomic_fetch_add(&bad_derefs, 1);
+                if (v->id <= upto) atomic_fetch_add(&r->expired_hits, 1); /* expired before */
+                tracked_drop(v);
+            }
+        }
+    }
+    atomic_fetch_add(&r->reads, n);
+    return NULL;
+}
+
+static void gets_racing_writers_evictions_and_expiry_never_return_an_expired_entry(void **state) {
+    (void)state;
+    for (int async = 0; async <= 1; async++) {
+        yyc_memcache *c = new_cache();
+        yyc_memcache_set_release_asynchronously(c, async);
+        yyc_memcache_set_count_limit(c, 300); /* evictions on most sets */
+        expiry_race r = {.c = c, .stop_at = test_now() + RUN_SECONDS / 2};
+        pthread_t w[2], e, rd[3];
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(pthread_create(&w[i], NULL, expiry_writer, &r), 0);
+        assert_int_equal(pthread_create(&e, NULL, expirer, &r), 0);
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(pthread_create(&rd[i], NULL, expiry_reader, &r), 0);
+        for (int i = 0; i < 2; i++) pthread_join(w[i], NULL);
+        pthread_join(e, NULL);
+        for (int i = 0; i < 3; i++) pthread_join(rd[i], NULL);
+        assert_true(atomic_load(&r.reads) > 0);
+        assert_int_equal(atomic_load(&r.expired_hits), 0);
+        assert_int_equal(atomic_load(&bad_derefs), 0);
+        assert_true(yyc__memcache_check(c));
+        yyc_memcache_free(c);
+        assert_int_equal(atomic_load(&live), 0);
+    }
+}
+
 /* Run under every eviction policy (policy_support.h). */
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(eight_threads_mixing_operations_keep_totals_consistent),
     cmocka_unit_test(replacing_one_key_while_others_read_it_is_safe),
     cmocka_unit_test(trim_interleaves_with_concurrent_gets),
+    cmocka_unit_test(gets_racing_writers_evictions_and_expiry_never_return_an_expired_entry),
 };
 
 YYC_EVERY_POLICY_TEST_MAIN(tests)

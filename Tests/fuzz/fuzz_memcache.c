@@ -28,6 +28,11 @@
  * get-or-load runs a loader that succeeds with a fresh value or fails (by a byte); keys are
  * compared with the model in LRU order (most recent stamp first); a reset zeroes the counters.
  *
+ * Policies: byte 0, bits 4-5, picks LRU, SIEVE, S3-FIFO or TinyLFU. LRU's victims are modelled
+ * exactly; for the others the model drops, after each operation that may evict, the entries the
+ * cache no longer holds, and checks that the limits hold and that a set or a count trim evicted
+ * exactly the surplus; yyc__memcache_check walks each policy's own invariants.
+ *
  * The model is an array of entries with an access stamp (the LRU tail is the smallest stamp).
  * After every operation: total count, total cost (an exact 128-bit sum saturated at SIZE_MAX),
  * presence of every key (contains does not touch the LRU order), yyc__memcache_check (the map's
@@ -84,9 +89,10 @@ typedef struct mstate {
     bool owned; /* value callbacks given: reference counts are checked */
     mentry m[MK_KEYS];
     uint64_t clock;
-    double ttl_clock; /* seconds the deadlines' clock was moved
-                         (yyc__memcache_testing_advance_clock) */
-    bool ttl_used;    /* a time to live was set: checks purge expired entries first */
+    yyc_eviction_policy policy; /* byte 0, bits 4-5 */
+    double ttl_clock;           /* seconds the deadlines' clock was moved
+                                   (yyc__memcache_testing_advance_clock) */
+    bool ttl_used;              /* a time to live was set: checks purge expired entries first */
     size_t count_limit, cost_limit;
     double age_limit, interval;
     bool async, rm_on_warning, rm_on_background;
@@ -193,6 +199,25 @@ static void model_purge_expired(mstate *s) {
         if (s->m[k].present && s->ttl_clock >= s->m[k].deadline) model_remove(s, k);
 }
 
+/* Other policies than LRU: the model does not know their victims, so after anything that may
+ * evict it drops the live entries the cache no longer holds (expired ones are left to the
+ * purges) and the caller checks the limits and how many left. Returns how many it dropped. */
+static size_t model_sync_evictions(mstate *s) {
+    size_t dropped = 0;
+    for (int k = 0; k < MK_KEYS; k++)
+        if (s->m[k].present && s->ttl_clock < s->m[k].deadline &&
+            !yyc_memcache_contains(s->c, s->keybuf[k], s->keylen[k])) {
+            model_remove(s, k);
+            dropped++;
+        }
+    return dropped;
+}
+
+/* A trim to a count or cost limit n > 0 (after the model's purge of expired entries): LRU
+ * evicts the tail until within it; other policies were synced: within it, and (count) by
+ * exactly the surplus. */
+static void model_trim(mstate *s, bool by_count, size_t n);
+
 static void model_pop_tail(mstate *s) {
     int tail = -1;
     for (int k = 0; k < MK_KEYS; k++)
@@ -288,13 +313,43 @@ static void model_set(mstate *s, int k, mv *v, size_t cost, double deadline) {
     e->cost = cost;
     e->stamp = ++s->clock;
     bool trim_queued = model_cost(s) > s->cost_limit;
-    if (model_count(s) > s->count_limit) model_pop_tail(s);
+    if (s->policy != YYC_EVICT_LRU) { /* one eviction over the count limit: the policy's */
+        size_t before = model_count(s);
+        if (trim_queued) yyc__worker_drain(s->c);
+        else {
+            size_t dropped = model_sync_evictions(s);
+            if (!s->ttl_used)
+                MCHECK(s, dropped == (before > s->count_limit ? 1u : 0u),
+                       "%zu evicted by a set at %zu entries, limit %zu", dropped, before,
+                       s->count_limit);
+            return;
+        }
+    } else if (model_count(s) > s->count_limit) {
+        model_pop_tail(s);
+    }
     if (trim_queued) {
         yyc__worker_drain(s->c);
         model_purge_expired(s);
         if (s->cost_limit == 0) model_remove_all(s);
-        else
-            while (model_cost(s) > s->cost_limit) model_pop_tail(s);
+        else model_trim(s, false, s->cost_limit);
+    }
+}
+
+static void model_trim(mstate *s, bool by_count, size_t n) {
+    if (s->policy == YYC_EVICT_LRU) {
+        while (by_count ? model_count(s) > n : model_cost(s) > n) model_pop_tail(s);
+        return;
+    }
+    size_t before = model_count(s);
+    size_t dropped = model_sync_evictions(s);
+    if (by_count) {
+        MCHECK(s, model_count(s) <= n, "%zu entries after a trim to %zu", model_count(s), n);
+        if (!s->ttl_used)
+            MCHECK(s, dropped == (before > n ? before - n : 0), "%zu evicted from %zu to %zu",
+                   dropped, before, n);
+    } else {
+        MCHECK(s, s->ttl_used || model_cost(s) <= n, "cost %zu after a trim to %zu", model_cost(s),
+               n);
     }
 }
 
@@ -476,8 +531,7 @@ static void mop(mstate *s) {
         yyc_memcache_trim_to_count(s->c, n);
         if (n != 0) model_purge_expired(s);
         if (n == 0) model_remove_all(s);
-        else
-            while (model_count(s) > n) model_pop_tail(s);
+        else model_trim(s, true, n);
         break;
     }
     case 13: {
@@ -487,8 +541,7 @@ static void mop(mstate *s) {
         yyc_memcache_trim_to_cost(s->c, n);
         if (n != 0) model_purge_expired(s);
         if (n == 0) model_remove_all(s);
-        else
-            while (model_cost(s) > n) model_pop_tail(s);
+        else model_trim(s, false, n);
         break;
     }
     case 14: {
@@ -700,7 +753,8 @@ static void mop(mstate *s) {
                     memcmp(s->keybuf[kk], keys[i].bytes, keys[i].len) == 0)
                     found = kk;
             MCHECK(s, found >= 0, "key %zu is not in the model", i);
-            MCHECK(s, s->m[found].stamp < last, "key %zu out of LRU order", i);
+            MCHECK(s, s->policy != YYC_EVICT_LRU || s->m[found].stamp < last,
+                   "key %zu out of LRU order", i);
             last = s->m[found].stamp;
         }
         yyc_free(keys);
@@ -767,6 +821,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     s->async = (cfg & 4) == 0;
     s->rm_on_warning = s->rm_on_background = true;
     if (!s->async) yyc_memcache_set_release_asynchronously(s->c, false);
+    s->policy = (yyc_eviction_policy)((cfg >> 4) & 3); /* LRU is modelled exactly */
+    st = yyc_memcache_set_policy(s->c, s->policy);
+    MCHECK(s, st == YYC_OK, "set_policy %s", yyc_status_name(st));
     s->listening = (cfg & 8) != 0;
     if (s->listening) yyc_memcache_set_removal_listener(s->c, on_removed, s);
     check_all(s, true);

@@ -31,6 +31,9 @@
  * Thread safety: every function is thread-safe; each cache has one pthread mutex taken at the
  * top of each call. No callback (retain and copy excepted, see below) runs while the mutex is
  * held, so a release or destroy callback or an event handler may call back into the same cache.
+ * With the SIEVE, S3-FIFO and TinyLFU policies a get does not take the mutex: gets on several
+ * threads run in parallel (they exclude only the calls that take the mutex), so retain and copy
+ * may run on several threads at once for one cache.
  * Blocking: never touches disk. Trims may sleep 10 ms between lock attempts when contended (on
  * the caller's thread only: background trims never sleep).
  * Misuse: a NULL cache returns YYC_EINVAL (or 0 / false / no-op for functions without status).
@@ -52,7 +55,9 @@ typedef struct yyc_memcache yyc_memcache;
  *
  * retain runs under the cache's mutex (in get, so that the caller's reference cannot be
  * released by a concurrent set: this closes YYCache's PR #153 use-after-free); it must be
- * cheap and must not call into the cache. release never runs under the mutex. */
+ * cheap and must not call into the cache. With the SIEVE, S3-FIFO and TinyLFU policies a get
+ * retains while excluding every writer but not other gets: retain must be thread-safe (an
+ * atomic reference count). release never runs under the mutex. */
 typedef struct yyc_value_callbacks {
     void *(*retain)(void *ctx, void *value); /* returns the retained value (usually value) */
     void (*release)(void *ctx, void *value); /* drops one reference */
@@ -73,7 +78,9 @@ YYC_API int yyc_memcache_new(const yyc_value_callbacks *cb, yyc_memcache **out);
  * copy runs under the cache's mutex, in yyc_memcache_get_inline, to copy the stored value out
  * (src: the entry's bytes; dst: the caller's buffer): it makes dst an independent value the
  * caller owns (e.g. increments the reference counts the value holds). It must be cheap and must
- * not call into the cache. NULL: the bytes are copied with memcpy (plain data).
+ * not call into the cache. NULL: the bytes are copied with memcpy (plain data). With the SIEVE,
+ * S3-FIFO and TinyLFU policies copy may run on several threads at once (see the top of the
+ * file): it must be thread-safe, as Swift and atomic reference counts are.
  * destroy never runs under the mutex: it ends the life of a value the cache drops (removed,
  * replaced, evicted, trimmed, or left at free), given the address of its bytes (in the entry or
  * in the cache's garbage; aligned to align). It runs where the release policy says (the calling

@@ -344,6 +344,15 @@ void yyc__lru_map_init(yyc__lru_map *m) {
     m->lim_count = m->lim_cost = SIZE_MAX;
 }
 
+#ifdef YYC_TESTING
+void yyc__lru_map_testing_seed(yyc__lru_map *m, uint64_t seed) {
+    assert(m->count == 0);
+    m->seed = seed;
+    m->hseed = mixed_seed(seed);
+    if (m->policy == YYC__POLICY_TINYLFU) m->tl.rng = seed | 1;
+}
+#endif
+
 void yyc__lru_map_init_inline(yyc__lru_map *m, size_t value_size, size_t value_align) {
     assert(value_size >= 1 && value_size <= YYC__LRU_MAX_VALUE_SIZE);
     assert(value_align >= 1 && value_align <= YYC__LRU_MAX_VALUE_ALIGN &&

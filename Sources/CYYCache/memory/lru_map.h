@@ -427,6 +427,10 @@ bool yyc__lru_map_check(const yyc__lru_map *m);
 
 /* Makes the next n node allocations (of any map) fail, as if memory ran out. */
 void yyc__lru_testing_fail_allocs(int n);
+
+/* Replaces the random seed of an empty map (before its policy is set), so that what depends on
+ * it - the hash, TinyLFU's sketch and admission jitter - repeats from run to run. */
+void yyc__lru_map_testing_seed(yyc__lru_map *m, uint64_t seed);
 #endif
 
 #endif /* YYCACHE_LRU_MAP_H */
