@@ -601,6 +601,17 @@ static void link_before(yyc__lru_map *m, yyc__lru_node *n, yyc__lru_node *at) {
     else m->head = n;
 }
 
+/* Whether n is one of the candidates after the first (the ncand - 1 nodes toward the head from
+ * tl.cand: the window's excess moved to probation's head, judged one by one). O(ncand). */
+static bool tl_in_candidates(const yyc__lru_map *m, const yyc__lru_node *n) {
+    const yyc__lru_node *c = m->tl.cand;
+    for (size_t i = 1; i < m->tl.ncand && c; i++) {
+        c = prev_of(c);
+        if (c == n) return true;
+    }
+    return false;
+}
+
 /* Takes n off the list (its bits and the totals stay), moving every cursor that points at it
  * to its neighbour toward the head (where the cursor would have gone next). */
 static void list_remove(yyc__lru_map *m, yyc__lru_node *n) {
@@ -612,6 +623,9 @@ static void list_remove(yyc__lru_map *m, yyc__lru_node *n) {
     if (m->tl.cand == n) { /* the next candidate is the one toward the head */
         m->tl.ncand--;
         m->tl.cand = m->tl.ncand ? p : NULL;
+    } else if (m->tl.ncand > 1 && (n->prev_bits & YYC__TL_SEG) == YYC__TL_PROBATION &&
+               tl_in_candidates(m, n)) {
+        m->tl.ncand--; /* (a hit or a removal took one of the later candidates) */
     }
     if (p) p->next = n->next;
     else m->head = n->next;
