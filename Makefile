@@ -281,6 +281,7 @@ tsan: build-tsan
 
 headers: lib-dev
 	$(TOOLS_ENV) scripts/check-headers.sh $(DEV_DIR)
+	scripts/kv-layers.py
 
 symbols: lib-dev lib-static
 	scripts/check-symbols.sh $(DEV_DIR)/libyycache.so $(STATIC_DIR)/libyycache.a

@@ -279,3 +279,14 @@ void yyc__kv_checkpoints_stop(yyc_kv *kv) {
     free(c);
     kv->checkpointer = NULL;
 }
+
+/* A TRUNCATE checkpoint that waits for nobody: busy readers or writers of other processes
+ * leave it a passive one (best effort; errors ignored). */
+void yyc__kv_checkpoint(yyc_kv *kv) {
+    if (!kv->db) return;
+    yyc__kv_end_read(kv);
+    yyc__kv_checkpoints_wait(kv); /* (ours would make it fail at once) */
+    sqlite3_busy_timeout(kv->db, 0);
+    sqlite3_wal_checkpoint_v2(kv->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+    sqlite3_busy_timeout(kv->db, kv->busy_timeout_ms);
+}

@@ -4,13 +4,25 @@
  *
  *   kv_storage.c   the public KV API (yyc_kv_*: open/close, save, remove, trims, remove-all,
  *                  gets, counts) and the deviations from YYKVStorage;
- *   kv_manifest.c  the SQLite manifest connection (open, reopen, rebuild, statements, status
- *                  mapping and reporting, checkpoint, vacuum);
+ *   kv_sqlite.c    the bottom: statuses of SQLite and errno failures, reporting, statement
+ *                  helpers;
+ *   kv_transactions.c  SQLite's row, commit and rollback hooks and when a change is committed;
+ *   kv_manifest.c  the SQLite manifest connection (open, reopen, rebuild, schema, vacuum);
  *   kv_folder.c    the multi-process folder protocol (folder lock, data/, trash/, value files,
  *                  file names, space reserve);
  *   kv_sweep.c     the background sweeps on the worker thread (trash, stale temporaries, orphans);
- *   kv_checkpoints.c  the WAL checkpoints on the checkpoint queue, queued by the WAL hook;
- *   kv_totals.c    the count and total cost in O(1), carried by the connection's row hooks.
+ *   kv_checkpoints.c  the WAL checkpoints on the checkpoint queue, queued by the WAL hook, and
+ *                  the truncating checkpoint;
+ *   kv_totals.c    the count and total cost in O(1), carried by the connection's row hooks;
+ *   kv_totals_read.c  reading them (carried, or summed after another connection's commit);
+ *   kv_expiry_clock.c, kv_expiry.c  the expiry clock and column, and expired rows;
+ *   kv_read_hold.c, kv_access_times.c, kv_entries.c, kv_group_commit.c, kv_page_cache.c.
+ *
+ * Calls go one way (scripts/kv-layers.py, run by `make headers`, fails on a cycle), bottom first:
+ * stmt_cache.c, kv_read_hold.c, kv_checkpoints.c, kv_expiry_clock.c; kv_removals.c, kv_totals.c
+ * (what the hooks tell them); kv_transactions.c (the hooks); kv_sqlite.c; kv_folder.c,
+ * kv_page_cache.c, kv_sweep.c; kv_manifest.c; kv_access_times.c, kv_totals_read.c; kv_storage.c;
+ * kv_expiry.c, kv_entries.c, kv_group_commit.c.
  *
  * Thread safety: none (as for yyc_kv); the caller serialises access to one yyc_kv. The internal
  * entry points used by disk_cache.c and the tests are in kv_private.h.
@@ -352,13 +364,14 @@ void yyc__kv_totals_committed(yyc_kv *kv);
 void yyc__kv_totals_rolled_back(yyc_kv *kv);
 void yyc__kv_totals_mark(yyc_kv *kv);
 void yyc__kv_totals_rewind(yyc_kv *kv);
-void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db);   /* kv_storage.c, while hook_key */
 void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db); /* kv_removals.c, while watch.on */
 void yyc__kv_watch_committing(yyc_kv *kv);
 void yyc__kv_watch_committed(yyc_kv *kv);
 void yyc__kv_watch_rolled_back(yyc_kv *kv);
 void yyc__kv_watch_mark(yyc_kv *kv);
 void yyc__kv_watch_rewind(yyc_kv *kv);
+/* A reported SQLite failure (kv_sqlite.c): the transaction's counted changes are unsure. */
+void yyc__kv_txn_statement_failed(yyc_kv *kv);
 /* Savepoints of the group commit: mark after a SAVEPOINT, rewind after its ROLLBACK TO (the
  * changes since the mark were undone; no hook tells), unmark after its RELEASE. */
 void yyc__kv_rows_mark(yyc_kv *kv);
@@ -371,7 +384,7 @@ void yyc__kv_rows_unmark(yyc_kv *kv);
 void yyc__kv_row_hook_pause(yyc_kv *kv);
 void yyc__kv_row_hook_resume(yyc_kv *kv);
 
-/* --- kv_totals.c: the count and total cost in O(1) --- */
+/* --- kv_totals.c (carried by the hooks) and kv_totals_read.c: the count and total cost --- */
 
 /* Forgets the carried totals (a new connection: its data version starts anew). on: whether
  * this connection carries them. */
@@ -396,7 +409,7 @@ void yyc__kv_read_hold_detach(yyc_kv *kv);
  * and the manifest unchanged, else ends it and begins a new one (or holds nothing). */
 void yyc__kv_read_begin(yyc_kv *kv);
 
-/* --- kv_manifest.c: the manifest connection, statuses, reporting --- */
+/* --- kv_sqlite.c: statuses, reporting, statement helpers (the bottom layer) --- */
 
 /* Formats an error; records it as the thread's last error when `record`, reports it through the
  * hook (and the log). Returns code. */
@@ -404,23 +417,29 @@ int yyc__kv_report(yyc_kv *kv, bool record, int code, int sqlite_code, int sys_e
                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 /* An errno failure, recorded and reported; returns its status. */
 int yyc__kv_errno_fail(yyc_kv *kv, int err, const char *what);
+/* The status of an SQLite failure (sys_errno: SQLite's saved errno). */
+int yyc__kv_status_from_sqlite(yyc_kv *kv, int rc, int sys_errno);
 /* An SQLite failure, mapped to a status, recorded and reported; returns the status. */
 int yyc__kv_sqlite_fail(yyc_kv *kv, int rc, const char *what);
+/* The cached statement for sql after a db_check. The SQL is a string literal
+ * (yyc__stmt_cache_get_literal); text built at run time goes to yyc__stmt_cache_get. */
+int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
+int yyc__kv_bind_key(sqlite3_stmt *s, int idx, const char *key);
+/* Steps a statement that returns no row and gives it back. */
+int yyc__kv_step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what);
+
+/* --- kv_manifest.c: the manifest connection --- */
+
 /* Opens the manifest, rebuilding a corrupt one in place; closes the connection. */
 int yyc__kv_db_open_or_rebuild(yyc_kv *kv);
 void yyc__kv_db_close(yyc_kv *kv);
 /* Every operation starts here: an open connection proceeds, a closed one is reopened. */
 int yyc__kv_db_check(yyc_kv *kv);
-/* Cached statements: prepare_checked after a db_check, prepare does the db_check; prepare2
- * picks sql_crc when the manifest has the checksum columns. The SQL is a string literal
- * (yyc__stmt_cache_get_literal); text built at run time goes to yyc__stmt_cache_get. */
-int yyc__kv_prepare_checked(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
+/* prepare does the db_check, then prepare_checked; prepare2 picks sql_crc when the manifest has
+ * the checksum columns. */
 int yyc__kv_prepare(yyc_kv *kv, const char *sql, sqlite3_stmt **out);
 int yyc__kv_prepare2(yyc_kv *kv, const char *sql_plain, const char *sql_crc, sqlite3_stmt **out,
                      bool *with_crc);
-int yyc__kv_bind_key(sqlite3_stmt *s, int idx, const char *key);
-/* Steps a statement that returns no row and gives it back. */
-int yyc__kv_step_done(yyc_kv *kv, sqlite3_stmt *s, const char *what);
 /* VACUUM, then a truncating checkpoint. */
 int yyc__kv_compact(yyc_kv *kv);
 
@@ -462,7 +481,7 @@ typedef int (*select_rows_fn)(yyc_kv *kv, const void *arg, sqlite3_stmt **s, boo
 int yyc__kv_delete_selected(yyc_kv *kv, select_rows_fn select, const void *arg, size_t limit,
                             int64_t *removed);
 
-/* --- kv_expiry.c: the expiry column --- */
+/* --- kv_expiry_clock.c and kv_expiry.c: the expiry column --- */
 
 /* Registers the connection's SQL functions yyc_now_ms() (yyc__kv_now_ms) and
  * yyc_save_expiry() (kv->save_expiry_ms, NULL when 0). Returns an SQLite status. */

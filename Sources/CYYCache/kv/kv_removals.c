@@ -76,7 +76,8 @@ size_t yyc__kv_unwatch_removals(yyc_kv *kv, char ***keys, bool *lost) {
     assert(w->on);
     /* Outside any transaction now, a commit seen and not rolled back has succeeded; inside one
      * (the commit failed and its transaction is still open) its keys are not reported. */
-    if (!kv->db || sqlite3_get_autocommit(kv->db)) yyc__kv_txn_settle(kv);
+    if (kv->txn.commit_seen && (!kv->db || sqlite3_get_autocommit(kv->db)))
+        yyc__kv_watch_committed(kv); /* (the totals settle at their next read) */
     drop_from(w, w->committed);
     w->on = false;
     *lost = w->lost;

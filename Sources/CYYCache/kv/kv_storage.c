@@ -401,30 +401,6 @@ void yyc_kv_items_free(yyc_kv_item **items, size_t count) {
 
 /* --- save --- */
 
-/* The row hooks' part for a save (kv_manifest.c, while hook_key is set: an upsert of one key
- * steps): INSERT OR REPLACE deletes the key's previous row (if any) before inserting the new
- * one, and this records that row's file name, so the save knows which file it leaves behind
- * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
- * sqlite3_value_*. */
-void yyc__kv_old_row_deleted(yyc_kv *kv, sqlite3 *db) {
-    sqlite3_value *k = NULL, *f = NULL;
-    if (sqlite3_preupdate_old(db, kv->col_key, &k) != SQLITE_OK ||
-        sqlite3_preupdate_old(db, kv->col_filename, &f) != SQLITE_OK) {
-        kv->old_row_failed = true;
-        return;
-    }
-    size_t key_len = strlen(kv->hook_key);
-    const void *old_key = sqlite3_value_text(k);
-    if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len ||
-        memcmp(old_key, kv->hook_key, key_len))
-        return; /* not the key's row (only a trigger someone added could delete another) */
-    kv->replaced_row = true;
-    const char *name = NULL;
-    if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
-    if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
-        memcpy(kv->old_filename, name, strlen(name) + 1);
-}
-
 /* step_done of a statement that replaces or deletes key's row, with hook_key set while it
  * steps: kv->old_filename gets the file name of the row it deleted ("" when none) and
  * kv->old_row_failed tells whether that row could not be read. */

@@ -37,6 +37,30 @@ void yyc__kv_txn_settle(yyc_kv *kv) {
     if (kv->watch.on) yyc__kv_watch_committed(kv);
 }
 
+/* The row hooks' part for a save (kv_storage.c sets hook_key while an upsert of one key
+ * steps): INSERT OR REPLACE deletes the key's previous row (if any) before inserting the new
+ * one, and this records that row's file name, so the save knows which file it leaves behind
+ * without a lookup. Runs inside sqlite3_step; calls nothing but sqlite3_preupdate_old and
+ * sqlite3_value_*. */
+static void old_row_deleted(yyc_kv *kv, sqlite3 *db) {
+    sqlite3_value *k = NULL, *f = NULL;
+    if (sqlite3_preupdate_old(db, kv->col_key, &k) != SQLITE_OK ||
+        sqlite3_preupdate_old(db, kv->col_filename, &f) != SQLITE_OK) {
+        kv->old_row_failed = true;
+        return;
+    }
+    size_t key_len = strlen(kv->hook_key);
+    const void *old_key = sqlite3_value_text(k);
+    if (!old_key || (size_t)sqlite3_value_bytes(k) != key_len ||
+        memcmp(old_key, kv->hook_key, key_len))
+        return; /* not the key's row (only a trigger someone added could delete another) */
+    kv->replaced_row = true;
+    const char *name = NULL;
+    if (sqlite3_value_type(f) == SQLITE_TEXT) name = (const char *)sqlite3_value_text(f);
+    if (name && yyc_kv_filename_is_valid(name)) /* (at most 255 bytes) */
+        memcpy(kv->old_filename, name, strlen(name) + 1);
+}
+
 static void on_row_change(void *ctx, sqlite3 *db, int op, const char *db_name, const char *table,
                           sqlite3_int64 old_rowid, sqlite3_int64 new_rowid) {
     yyc_kv *kv = ctx;
@@ -46,7 +70,7 @@ static void on_row_change(void *ctx, sqlite3 *db, int op, const char *db_name, c
     yyc__kv_txn_settle(kv); /* (a change after a commit: a new transaction) */
     yyc__kv_totals_row_changed(kv, db, op);
     if (op != SQLITE_DELETE) return;
-    if (kv->hook_key) yyc__kv_old_row_deleted(kv, db); /* (a save: not a removal) */
+    if (kv->hook_key) old_row_deleted(kv, db); /* (a save: not a removal) */
     else if (kv->watch.on && kv->use_old_row_hook) yyc__kv_watch_row_deleted(kv, db);
 }
 
@@ -103,3 +127,5 @@ void yyc__kv_rows_rewind(yyc_kv *kv) {
 }
 
 void yyc__kv_rows_unmark(yyc_kv *kv) { kv->txn.mark_set = false; }
+
+void yyc__kv_txn_statement_failed(yyc_kv *kv) { yyc__kv_totals_statement_failed(kv); }
