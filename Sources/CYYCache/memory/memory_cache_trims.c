@@ -5,6 +5,24 @@
  */
 #include "memory/memory_cache_internal.h"
 
+/* A finished trim's removed chain list..tail, lock held: queued for the worker when releases
+ * are asynchronous and the trim is not on the worker (then *list becomes NULL). Returns whether
+ * the release job must be scheduled after unlocking (release_trimmed). */
+static bool stash_trimmed_locked(yyc_memcache *c, yyc__lru_node **list, yyc__lru_node *tail,
+                                 bool on_worker) {
+    yyc__assert_held(&c->lock);
+    if (!c->release_async || on_worker) return false;
+    bool queue = yyc__mc_stash_list_locked(c, *list, tail);
+    *list = NULL;
+    return queue;
+}
+
+/* After unlocking: schedules the release job if asked, and releases what was not queued. */
+static void release_trimmed(yyc_memcache *c, bool queue_release, yyc__lru_node *list) {
+    if (queue_release) yyc__mc_schedule_release(c);
+    yyc__mc_release_list(c, list);
+}
+
 typedef enum trim_kind { TRIM_COUNT, TRIM_COST, TRIM_AGE } trim_kind;
 static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool on_worker);
 static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worker);
@@ -91,8 +109,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
         queue_release = yyc__mc_detach_all_locked(c, async, cause, &list, &table);
         yyc__mc_unlock(c);
         free(table);
-        if (queue_release) yyc__mc_schedule_release(c);
-        yyc__mc_release_list(c, list);
+        release_trimmed(c, queue_release, list);
         return;
     }
     bool over = over_limit_locked(c, kind, limit, age, now);
@@ -119,11 +136,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
                 else list = n;
                 tail = n;
             } else {
-                async = c->release_async && !on_worker;
-                if (async) {
-                    queue_release = yyc__mc_stash_list_locked(c, list, tail);
-                    list = NULL;
-                }
+                queue_release = stash_trimmed_locked(c, &list, tail, on_worker);
             }
             yyc__mc_unlock(c);
             if (finished) break;
@@ -131,8 +144,7 @@ static void trim(yyc_memcache *c, trim_kind kind, size_t limit, double age, bool
             nanosleep(&pause, NULL);
         }
     }
-    if (queue_release) yyc__mc_schedule_release(c);
-    yyc__mc_release_list(c, list);
+    release_trimmed(c, queue_release, list);
 }
 
 /* The age trim of SIEVE and S3-FIFO, whose tail is not the least recently used entry: a scan of
@@ -153,18 +165,14 @@ static void trim_age_scan(yyc_memcache *c, double age, double now, bool on_worke
                 if (c->expiry.live) yyc__expiry_forget(&c->expiry, n);
                 yyc__mc_set_cause_locked(c, n, YYC_REMOVED_EXPIRED);
             }
-            if (finished && c->release_async && !on_worker) {
-                queue_release = yyc__mc_stash_list_locked(c, list, tail);
-                list = NULL;
-            }
+            if (finished) queue_release = stash_trimmed_locked(c, &list, tail, on_worker);
             yyc__mc_unlock(c);
             if (finished) break;
         } else {
             nanosleep(&pause, NULL);
         }
     }
-    if (queue_release) yyc__mc_schedule_release(c);
-    yyc__mc_release_list(c, list);
+    release_trimmed(c, queue_release, list);
 }
 
 /* A trim from a public call: on the caller's thread, in a callback scope. */
