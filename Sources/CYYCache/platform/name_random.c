@@ -15,7 +15,9 @@ static _Atomic uint64_t counter;
 static atomic_bool key_ready;
 static pthread_once_t fork_handler_once = PTHREAD_ONCE_INIT;
 
-static void forget_key_in_child(void) { atomic_store_explicit(&key_ready, false, memory_order_relaxed); }
+static void forget_key_in_child(void) {
+    atomic_store_explicit(&key_ready, false, memory_order_relaxed);
+}
 
 static void install_fork_handler(void) { pthread_atfork(NULL, NULL, forget_key_in_child); }
 
