@@ -846,6 +846,61 @@ static int fpk_put(void *ctx, const char *key, const void *v, size_t len) {
     return rc;
 }
 
+/* Raw SQLite + a file per value: the floor of a manifest-plus-files design (YYKVStorage's and
+ * ours) for large values. A write is the file written to a temporary name and renamed into place
+ * (as ours: never torn; YYKVStorage writes in place) then the autocommit row upsert naming it; a
+ * read is the row's point select then the file's open/fstat/read/close (no access-time update,
+ * which YYKVStorage commits per read and ours batches; no checksum). */
+typedef struct {
+    rawsql *sql;
+    filedir files;
+} rawsqlf;
+static void *rawsqlf_open(const char *dir) {
+    rawsqlf *r = xmalloc(sizeof *r);
+    r->sql = rawsql_open(dir);
+    snprintf(r->files.dir, sizeof r->files.dir, "%s/data", dir);
+    r->files.tmp = 0;
+    if (mkdir(r->files.dir, 0700) != 0 && errno != EEXIST) die("mkdir data");
+    return r;
+}
+static int rawsqlf_put(void *ctx, const char *key, const void *v, size_t len) {
+    rawsqlf *r = ctx;
+    if (fpk_put(&r->files, key, v, len) != 0) return -1;
+    sqlite3_stmt *u = r->sql->upsert;
+    int t = (int)time(NULL);
+    sqlite3_bind_text(u, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(u, 2, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int(u, 3, (int)len);
+    sqlite3_bind_null(u, 4);
+    sqlite3_bind_int(u, 5, t);
+    sqlite3_bind_int(u, 6, t);
+    sqlite3_bind_null(u, 7);
+    int rc = sqlite3_step(u);
+    sqlite3_reset(u);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+static int rawsqlf_get(void *ctx, const char *key) {
+    rawsqlf *r = ctx;
+    sqlite3_stmt *s = r->sql->select;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(s), found = 0;
+    char name[256] = "";
+    if (rc == SQLITE_ROW) {
+        const unsigned char *f = sqlite3_column_text(s, 1);
+        if (f) snprintf(name, sizeof name, "%s", (const char *)f);
+        found = 1;
+    } else if (rc != SQLITE_DONE) {
+        found = -1;
+    }
+    sqlite3_reset(s);
+    return found == 1 ? files_get(&r->files, name) : found;
+}
+static void rawsqlf_close(void *ctx) {
+    rawsqlf *r = ctx;
+    rawsql_close(r->sql);
+    free(r);
+}
+
 static const disk_sys disk_systems[] = {
     {"c-diskcache", "C yyc_diskcache", true, true, dc_missing, dc_open, dc_put, dc_get, dc_close},
     {"c-cache", "C yyc_cache (memory+disk)", true, true, cache_missing, cache_open, cache_put,
@@ -854,6 +909,8 @@ static const disk_sys disk_systems[] = {
      rawsql_put, rawsql_get, rawsql_close},
     {"raw-files", "raw file write/read (C)", false, true, no_missing, files_open, files_put,
      files_get, files_close},
+    {"raw-sqlite-files", "raw SQLite row + file (the floor of the design)", false, true,
+     no_missing, rawsqlf_open, rawsqlf_put, rawsqlf_get, rawsqlf_close},
     {"c-file-per-key", "file-per-key, tmp+rename (C)", true, true, no_missing, files_open, fpk_put,
      files_get, files_close},
 };

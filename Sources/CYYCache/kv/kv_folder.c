@@ -13,7 +13,7 @@
  */
 #include "kv/kv_internal.h"
 
-#include <bsd/stdlib.h> /* arc4random_buf */
+#include "platform/name_random.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <md5.h>
@@ -27,10 +27,12 @@
 #include <unistd.h>
 
 /* --- data/ and trash/ --- */
-/* (Re)opens data/ and remembers its identity. */
+/* (Re)opens data/ and remembers its identity. Counts as a new hold of the folder lock for the
+ * file references captured so far (file_ref: their names belonged to the data/ of before). */
 int yyc__kv_open_data_dir(yyc_kv *kv) {
     if (kv->data_fd >= 0 && kv->data_fd != kv->save_dir_fd) close(kv->data_fd);
     kv->data_fd = -1;
+    kv->lock_hold++;
     kv->data_checked = false;
     int err = yyc__fs_open_subdir(kv->root_fd, DATA_DIR, &kv->data_fd);
     if (err) return err;
@@ -115,15 +117,17 @@ void yyc__kv_file_ref_capture(yyc_kv *kv, const char *filename, file_ref *r) {
     r->name = strdup(filename);
     r->dev = st.st_dev;
     r->ino = st.st_ino;
+    r->hold = kv->lock_depth > 0 ? kv->lock_hold : 0;
 }
 
 /* Deletes the captured file if it is still there under its name; forgets the reference. */
 void yyc__kv_file_ref_delete(yyc_kv *kv, file_ref *r) {
     if (r->name) {
         int dfd = yyc__kv_data_dir(kv);
+        bool same_hold = r->hold != 0 && kv->lock_depth > 0 && r->hold == kv->lock_hold;
         struct stat st;
-        if (dfd >= 0 && fstatat(dfd, r->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-            st.st_dev == r->dev && st.st_ino == r->ino)
+        if (dfd >= 0 && (same_hold || (fstatat(dfd, r->name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                                       st.st_dev == r->dev && st.st_ino == r->ino)))
             unlinkat(dfd, r->name, 0); /* (a replacement in this instant is not detected) */
     }
     free(r->name);
@@ -191,6 +195,7 @@ int yyc__kv_folder_lock(yyc_kv *kv) {
                               "folder lock held by another process beyond the busy timeout");
     if (err) return yyc__kv_errno_fail(kv, err, "lock folder");
     kv->lock_depth = 1;
+    kv->lock_hold++;
     kv->data_checked = false; /* another process may have replaced data/ before we got it */
     return YYC_OK;
 }
@@ -259,8 +264,7 @@ static void fresh_name(const char *name, int attempt, char out[256]) {
         snprintf(out, 256, "%s", name);
         return;
     }
-    uint32_t r;
-    arc4random_buf(&r, sizeof r);
+    uint32_t r = (uint32_t)yyc__name_random();
     int base = (int)strnlen(name, 255 - 9);
     snprintf(out, 256, "%.*s~%08x", base, name, r);
 }

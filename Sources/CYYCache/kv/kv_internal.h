@@ -297,6 +297,8 @@ struct yyc_kv {
     yyc__kv_totals totals;
     /* [caller] */
     int lock_depth;     /* folder_lock nesting; > 0: this process holds the folder flock */
+    uint64_t lock_hold; /* numbers the holds of the folder lock: +1 when lock_depth leaves 0 and
+                         * when data/ is reopened (see file_ref) */
     bool quiet_corrupt; /* a first, unlocked read: a damaged value is only suspected */
     bool quiet_full;    /* a deletion that will be retried: its ENOSPC is not reported */
     bool reserve_gone;  /* the space reserve was released (or never made): remake it */
@@ -318,11 +320,17 @@ struct yyc_kv {
 
 /* A data file as it was when captured. It is deleted later only if its name still refers to
  * the same file: a value that another process renamed into place under that name meanwhile
- * (between our row delete and our unlink) survives, and its row never dangles. */
+ * (between our row delete and our unlink) survives, and its row never dangles. Captured and
+ * deleted within one hold of the folder lock and one data/ (hold == kv->lock_hold while
+ * lock_depth > 0), the name cannot have changed hands - no other process renames or unlinks in
+ * data/ without the lock, and this storage places files only under names no file has
+ * (RENAME_NOREPLACE) - so the delete skips the identity check (one fstatat less per replaced or
+ * removed file value). */
 typedef struct file_ref {
     char *name; /* NULL: nothing to delete */
     dev_t dev;
     ino_t ino;
+    uint64_t hold; /* kv->lock_hold at the capture, 0 if the folder lock was not held */
 } file_ref;
 
 /* The files of a transaction of several writes (kv_group_commit.c), while kv->batch points at

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -24,6 +25,8 @@
 #endif
 
 #include <bsd/stdlib.h> /* arc4random_buf */
+
+#include "platform/name_random.h"
 
 /* --- private prototypes --- */
 
@@ -96,10 +99,7 @@ static int write_full(int fd, const unsigned char *p, size_t len) {
 int yyc__fs_write_temp(int dirfd, const void *buf, size_t len, char tmp[64]) {
     int fd = -1;
     for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-        unsigned char rnd[8];
-        arc4random_buf(rnd, sizeof rnd);
-        snprintf(tmp, 64, YYC__FS_TEMP_PREFIX "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1],
-                 rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        snprintf(tmp, 64, YYC__FS_TEMP_PREFIX "%016" PRIx64, yyc__name_random());
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST) return errno;
     }
