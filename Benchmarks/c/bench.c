@@ -909,8 +909,8 @@ static const disk_sys disk_systems[] = {
      rawsql_put, rawsql_get, rawsql_close},
     {"raw-files", "raw file write/read (C)", false, true, no_missing, files_open, files_put,
      files_get, files_close},
-    {"raw-sqlite-files", "raw SQLite row + file (the floor of the design)", false, true,
-     no_missing, rawsqlf_open, rawsqlf_put, rawsqlf_get, rawsqlf_close},
+    {"raw-sqlite-files", "raw SQLite row + file (the floor of the design)", false, true, no_missing,
+     rawsqlf_open, rawsqlf_put, rawsqlf_get, rawsqlf_close},
     {"c-file-per-key", "file-per-key, tmp+rename (C)", true, true, no_missing, files_open, fpk_put,
      files_get, files_close},
 };
