@@ -239,7 +239,7 @@ int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *
  * mode stores a retained reference in *(void **)out; inline mode copies the value to out. */
 static inline __attribute__((always_inline)) int
 get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inline_mode) {
-    if (atomic_load_explicit(&c->shared_reads, memory_order_relaxed)) { /* memory_cache_reads.c */
+    if (atomic_load_explicit(&c->shared_reads, memory_order_acquire)) { /* memory_cache_reads.c */
         int rc = yyc__mc_shared_get(c, key, key_len, out, inline_mode);
         if (rc != YYC__MC_USE_LOCK) return rc;
     }
