@@ -229,7 +229,7 @@ int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *o
     if (inline_mode) {
         const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         if (c->itype.copy) c->itype.copy(c->itype.ctx, out, slot);
-        else memcpy(out, slot, c->value_size);
+        else yyc__mc_copy_bytes(out, slot, c->value_size);
     } else {
         v = n->value;
         if (v && c->cb.retain) __builtin_prefetch(v, 1);
