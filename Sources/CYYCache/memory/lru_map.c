@@ -191,8 +191,10 @@ typedef struct table {
     uint64_t tag_match; /* the valid tag bits, in slot position */
 } table;
 
+/* The tag is the slot's top TAG_BITS bits; its valid bits are the top tag_bits of those. */
+_Static_assert(TAG_SHIFT + TAG_BITS == 64, "the tag is the top of the slot");
 static inline table table_of(uint64_t *t, size_t mask, unsigned shift, unsigned tag_bits) {
-    table v = {t, mask, shift, ((TAG_MASK << (TAG_BITS - tag_bits)) & TAG_MASK) << TAG_SHIFT};
+    table v = {t, mask, shift, ~(~UINT64_C(0) >> tag_bits)};
     return v;
 }
 
@@ -223,11 +225,18 @@ static inline uint64_t node_hash(const yyc__lru_map *m, const yyc__lru_node *n) 
     return map_hash(m, n->key, n->key_len);
 }
 
+/* The distance of the entry in slot s at position pos of table v, from its key. Out of line:
+ * inlined, its hash took the registers of every probe loop (finds spilled to the stack). */
+static __attribute__((noinline, cold)) size_t slot_dist_rehash(const yyc__lru_map *m, uint64_t s,
+                                                               size_t pos, const table *v) {
+    return (pos - home_of(node_hash(m, slot_node(s)), v)) & v->mask;
+}
+
 /* The exact distance of the entry in slot s at position pos of table v. */
 static inline size_t slot_dist(const yyc__lru_map *m, uint64_t s, size_t pos, const table *v) {
     size_t d = slot_dist_field(s);
     if (d < DIST_MAX) return d;
-    return (pos - home_of(node_hash(m, slot_node(s)), v)) & v->mask; /* rare */
+    return slot_dist_rehash(m, s, pos, v); /* rare */
 }
 
 /* Key equality with the common short lengths inlined (integer keys are 8 bytes). */
@@ -633,18 +642,22 @@ static void list_remove(yyc__lru_map *m, yyc__lru_node *n) {
     else m->tail = p;
 }
 
+/* find_hashed's search of the table being migrated from (out of line: a migration is brief,
+ * and a second inlined probe made every find save and spill more registers). */
+static __attribute__((noinline)) yyc__lru_node *find_in_old(const yyc__lru_map *m, const void *key,
+                                                            size_t key_len, uint64_t h) {
+    table ov = old_table(m);
+    size_t pos = probe(m, &ov, m->migrate_start, m->migrate_pos, h, key, key_len, NULL);
+    return pos != SIZE_MAX ? slot_node(m->old[pos]) : NULL;
+}
+
 static inline __attribute__((always_inline)) yyc__lru_node *
 find_hashed(const yyc__lru_map *m, const void *key, size_t key_len, uint64_t h) {
     if (!m->slots) return NULL;
     table v = cur_table(m);
     size_t pos = probe(m, &v, 0, 0, h, key, key_len, NULL);
     if (pos != SIZE_MAX) return slot_node(m->slots[pos]);
-    if (m->old) {
-        table ov = old_table(m);
-        pos = probe(m, &ov, m->migrate_start, m->migrate_pos, h, key, key_len, NULL);
-        if (pos != SIZE_MAX) return slot_node(m->old[pos]);
-    }
-    return NULL;
+    return m->old ? find_in_old(m, key, key_len, h) : NULL;
 }
 
 /* Adds n (hash h) to the table and at the list head (S3-FIFO: at the head of its queue;

@@ -107,7 +107,7 @@ set_impl(yyc_memcache *c, const void *key, size_t key_len, void *value, const vo
             memcpy(old, slot, c->value_size);
             have_old = true;
         }
-        memcpy(slot, bytes, c->value_size);
+        yyc__mc_copy_bytes(slot, bytes, c->value_size);
     } else {
         if (!inserted && !replaced && n->value) {
             memcpy(old, &n->value, sizeof n->value);
@@ -239,7 +239,7 @@ int yyc_memcache_set_inline_if_generation_with_ttl(yyc_memcache *c, const void *
  * mode stores a retained reference in *(void **)out; inline mode copies the value to out. */
 static inline __attribute__((always_inline)) int
 get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inline_mode) {
-    if (atomic_load_explicit(&c->shared_reads, memory_order_relaxed)) { /* memory_cache_reads.c */
+    if (atomic_load_explicit(&c->shared_reads, memory_order_acquire)) { /* memory_cache_reads.c */
         int rc = yyc__mc_shared_get(c, key, key_len, out, inline_mode);
         if (rc != YYC__MC_USE_LOCK) return rc;
     }
@@ -274,7 +274,7 @@ get_impl(yyc_memcache *c, const void *key, size_t key_len, void *out, bool inlin
     if (inline_mode) {
         const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         if (c->itype.copy) c->itype.copy(c->itype.ctx, out, slot);
-        else memcpy(out, slot, c->value_size);
+        else yyc__mc_copy_bytes(out, slot, c->value_size);
     }
     n->time = yyc__mc_clock_now();
     if (lru) yyc__lru_map_move_to_head(&c->map, n); /* the default policy first */

@@ -136,7 +136,8 @@ struct yyc_memcache {
     atomic_bool shared_reads;       /* gets of this policy may take the shared path */
     atomic_bool writer;             /* the lock's holder excludes shared readers */
     bool excluding;                 /* under lock: this holder set `writer` */
-    struct yyc__mc_stripe *stripes; /* YYC__MC_STRIPES, or NULL (LRU: never allocated) */
+    struct yyc__mc_stripe *stripes; /* stripe_mask + 1, or NULL (LRU: never allocated) */
+    unsigned stripe_mask;           /* stripes - 1 (a power of two); fixed once allocated */
 #ifdef YYC_TESTING
     atomic_uint auto_trim_fires;
 #endif
@@ -179,14 +180,17 @@ static inline double yyc__mc_ttl_now(void) { return yyc__monotonic_now() + YYC__
 /* --- shared reads (memory_cache_reads.c) --- */
 
 /* A get of a SIEVE, S3-FIFO or TinyLFU cache does not take the mutex: it enters one of
- * YYC__MC_STRIPES reader stripes (chosen by its thread; a counter on its own cache line), looks
+ * the reader stripes (one per processor, at most YYC__MC_STRIPES; chosen by its thread's number,
+ * given at its first shared get, so that concurrent threads read in different stripes; a
+ * counter on its own cache line), looks
  * the key up and records its hit there - SIEVE's visited bit and S3-FIFO's frequency with relaxed
  * atomics on the node, TinyLFU's hit in the stripe's lossy buffer, applied by the next holder of
  * the lock - and leaves. The lock's holder excludes shared readers (a brlock): it sets `writer`,
  * then waits until every stripe's readers count is 0; a reader that sees `writer` after entering
- * leaves and takes the mutex instead. Reads therefore never see the map change under them, and
+ * leaves, waits a little for `writer` to clear and enters again, and after a few such waits
+ * takes the mutex instead. Reads therefore never see the map change under them, and
  * a node they find stays in the map until they leave. */
-#define YYC__MC_STRIPES 16u
+#define YYC__MC_STRIPES 16u     /* the most stripes a cache has */
 #define YYC__MC_READ_BUFFER 32u /* TinyLFU hits buffered per stripe */
 
 /* A stripe's state word: the readers inside (bits 0-15), and the hits (16-39) and misses
@@ -205,10 +209,16 @@ static inline double yyc__mc_ttl_now(void) { return yyc__monotonic_now() + YYC__
 #define YYC__MC_FOLD_AT (UINT64_C(1) << 22)
 #define YYC__MC_FOLD_STEP UINT64_C(0x3ffff)
 #endif
+/* The bits of a state word set iff its hits or its misses are >= YYC__MC_FOLD_AT (a power of
+ * two): the lock's holder tests all of a stripe's counts with one AND. */
+#define YYC__MC_FOLD_FIELD (YYC__MC_FIELD & ~(YYC__MC_FOLD_AT - 1))
+#define YYC__MC_FOLD_BITS ((YYC__MC_FOLD_FIELD << 16) | (YYC__MC_FOLD_FIELD << 40))
+_Static_assert((YYC__MC_FOLD_AT & (YYC__MC_FOLD_AT - 1)) == 0, "YYC__MC_FOLD_AT: a power of two");
+_Static_assert(YYC__MC_STRIPES <= 32, "exclude_readers_locked keeps a bit per stripe");
 
 typedef struct yyc__mc_stripe {
     _Alignas(64) atomic_uint_least64_t state; /* readers inside, unfolded hits and misses */
-    atomic_size_t pending;                    /* TinyLFU: hits offered to buffer (> size: lost) */
+    atomic_size_t pending;                    /* TinyLFU: slots of buffer written (<= its size) */
     uint64_t hits, misses;                    /* folded counts (under lock) */
     _Atomic(yyc__lru_node *) buffer[YYC__MC_READ_BUFFER]; /* TinyLFU: the first pending hits */
 } yyc__mc_stripe;
@@ -278,6 +288,20 @@ void yyc__mc_scope_exit(yyc__mc_scope *s);
 static inline void *yyc__mc_node_slot(const yyc_memcache *c, yyc__lru_node *n) {
     if (c->inline_values) return yyc__lru_node_value(n, c->value_size, c->value_align);
     return &n->value;
+}
+
+/* Copies an inline value's size bytes (a get's copy out, a set's copy in). The common small
+ * sizes are copied inline: memcpy with a size known only at run time is a library call, a
+ * twentieth of an inline get's instructions. */
+static inline void yyc__mc_copy_bytes(void *dst, const void *src, size_t size) {
+    switch (size) {
+    case 1: memcpy(dst, src, 1); break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 16: memcpy(dst, src, 16); break;
+    default: memcpy(dst, src, size); break;
+    }
 }
 
 /* Tags a node that has just left the map with its removal cause and counts it (under lock;

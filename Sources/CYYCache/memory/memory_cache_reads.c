@@ -13,11 +13,22 @@
 #include "memory/memory_cache_internal.h"
 
 #include <sched.h>
+#include <unistd.h>
 
-/* This thread's stripe: its pthread_t hashed (pthread_self reads a register). */
+/* Threads are numbered in the order of their first shared get (0: not yet), so that the first
+ * threads of a process read in different stripes whatever their pthread_t. */
+static atomic_uint thread_numbers;
+static _Thread_local unsigned thread_number;
+
+/* This thread's stripe. */
 static inline yyc__mc_stripe *my_stripe(yyc_memcache *c) {
-    uint64_t h = (uint64_t)(uintptr_t)pthread_self() * UINT64_C(0x9E3779B97F4A7C15);
-    return &c->stripes[h >> 60 & (YYC__MC_STRIPES - 1)];
+    unsigned n = thread_number;
+    if (__builtin_expect(n == 0, 0)) {
+        n = atomic_fetch_add_explicit(&thread_numbers, 1, memory_order_relaxed) + 1;
+        if (n == 0) n = 1; /* after 2^32 threads */
+        thread_number = n;
+    }
+    return &c->stripes[n & c->stripe_mask];
 }
 
 /* Applies the TinyLFU hits buffered on s (under lock, no reader inside). */
@@ -44,25 +55,30 @@ void yyc__mc_exclude_readers_locked(yyc_memcache *c) {
     assert(c->stripes && !c->excluding);
     c->excluding = true;
     atomic_store_explicit(&c->writer, true, memory_order_seq_cst);
-    for (unsigned i = 0; i < YYC__MC_STRIPES; i++) {
-        yyc__mc_stripe *s = &c->stripes[i];
-        /* A reader inside runs a lookup and a retain or copy callback: short, so spin; yield
-         * when it was descheduled meanwhile. */
-        uint64_t v;
-        for (unsigned spins = 0;
-             ((v = atomic_load_explicit(&s->state, memory_order_seq_cst)) & YYC__MC_READERS) != 0;
-             spins++) {
-            if (spins >= 64) sched_yield();
+    /* Every set of a shared-read policy comes here: one pass of a few instructions per stripe
+     * (a stripe's pending count is final once its readers were seen at 0, as a reader that
+     * enters now sees `writer` and leaves without buffering). */
+    unsigned to_fold = 0, to_drain = 0;
+    yyc__mc_stripe *s = c->stripes;
+    for (unsigned i = 0; i <= c->stripe_mask; i++, s++) {
+        uint64_t v = atomic_load_explicit(&s->state, memory_order_seq_cst);
+        if (__builtin_expect((v & YYC__MC_READERS) != 0, 0)) {
+            /* A reader inside runs a lookup and a retain or copy callback: short, so spin;
+             * yield when it was descheduled meanwhile. */
+            for (unsigned spins = 0; ((v = atomic_load_explicit(&s->state, memory_order_seq_cst)) &
+                                      YYC__MC_READERS) != 0;
+                 spins++) {
+                if (spins >= 64) sched_yield();
+            }
         }
-        if ((v >> 16 & YYC__MC_FIELD) >= YYC__MC_FOLD_AT ||
-            (v >> 40 & YYC__MC_FIELD) >= YYC__MC_FOLD_AT)
-            fold_locked(s);
+        to_fold |= (unsigned)((v & YYC__MC_FOLD_BITS) != 0) << i;
+        to_drain |= (unsigned)(atomic_load_explicit(&s->pending, memory_order_relaxed) != 0) << i;
     }
     /* Only once every stripe is empty: a reader still inside on a later stripe reads the links
      * the drain moves. */
-    for (unsigned i = 0; i < YYC__MC_STRIPES; i++)
-        if (atomic_load_explicit(&c->stripes[i].pending, memory_order_relaxed))
-            drain_locked(c, &c->stripes[i]);
+    for (; to_fold; to_fold &= to_fold - 1) fold_locked(&c->stripes[__builtin_ctz(to_fold)]);
+    for (; to_drain; to_drain &= to_drain - 1)
+        drain_locked(c, &c->stripes[__builtin_ctz(to_drain)]);
 }
 
 void yyc__mc_set_policy_locked(yyc_memcache *c, yyc__policy policy) {
@@ -70,10 +86,18 @@ void yyc__mc_set_policy_locked(yyc_memcache *c, yyc__policy policy) {
     assert(yyc__lru_map_count(&c->map) == 0);
     yyc__lru_map_set_policy(&c->map, policy);
     if (policy != YYC__POLICY_LRU && !c->stripes) {
+        /* As many stripes as processors (a power of two, at most YYC__MC_STRIPES): every lock
+         * taken reads each of them, and no more readers than processors run at once. */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned n = 1;
+        while (n < YYC__MC_STRIPES && (long)n < cpus) n *= 2;
         /* Without memory for the stripes every get takes the mutex, as with LRU. */
-        size_t bytes = YYC__MC_STRIPES * sizeof(yyc__mc_stripe);
+        size_t bytes = n * sizeof(yyc__mc_stripe);
         c->stripes = aligned_alloc(_Alignof(yyc__mc_stripe), bytes);
-        if (c->stripes) memset(c->stripes, 0, bytes);
+        if (c->stripes) {
+            memset(c->stripes, 0, bytes);
+            c->stripe_mask = n - 1;
+        }
     }
     /* Readers are excluded (the lock was taken with shared reads on) or cannot be inside (they
      * were off). */
@@ -84,7 +108,7 @@ void yyc__mc_set_policy_locked(yyc_memcache *c, yyc__policy policy) {
 void yyc__mc_shared_stats_locked(yyc_memcache *c, uint64_t *hits, uint64_t *misses) {
     yyc__assert_held(&c->lock);
     *hits = *misses = 0;
-    for (unsigned i = 0; c->stripes && i < YYC__MC_STRIPES; i++) {
+    for (unsigned i = 0; c->stripes && i <= c->stripe_mask; i++) {
         fold_locked(&c->stripes[i]);
         *hits += c->stripes[i].hits;
         *misses += c->stripes[i].misses;
@@ -93,7 +117,7 @@ void yyc__mc_shared_stats_locked(yyc_memcache *c, uint64_t *hits, uint64_t *miss
 
 void yyc__mc_shared_stats_reset_locked(yyc_memcache *c) {
     yyc__assert_held(&c->lock);
-    for (unsigned i = 0; c->stripes && i < YYC__MC_STRIPES; i++) {
+    for (unsigned i = 0; c->stripes && i <= c->stripe_mask; i++) {
         fold_locked(&c->stripes[i]);
         c->stripes[i].hits = c->stripes[i].misses = 0;
     }
@@ -115,8 +139,17 @@ static inline void shared_touch(yyc_memcache *c, yyc__mc_stripe *s, yyc__lru_nod
         }
         break;
     case YYC__POLICY_TINYLFU: {
-        size_t i = atomic_fetch_add_explicit(&s->pending, 1, memory_order_relaxed);
-        if (i < YYC__MC_READ_BUFFER) atomic_store_explicit(&s->buffer[i], n, memory_order_relaxed);
+        /* A slot claimed with a load and a store rather than an atomic add (a third of a single
+         * thread's hit cost went to locked instructions): two readers of one stripe may claim
+         * the same slot, or move pending back; each loses a hit at worst (the buffer is lossy).
+         * A slot below pending was always written in this round: pending only grows past k
+         * through a reader that loaded k, which writes slot k before it leaves, and the drain
+         * runs with no reader inside. */
+        size_t i = atomic_load_explicit(&s->pending, memory_order_relaxed);
+        if (i < YYC__MC_READ_BUFFER) {
+            atomic_store_explicit(&s->buffer[i], n, memory_order_relaxed);
+            atomic_store_explicit(&s->pending, i + 1, memory_order_relaxed);
+        }
         *drain = i + 1 >= YYC__MC_READ_BUFFER; /* full: drain it (or lose later hits) */
         break;
     }
@@ -136,15 +169,48 @@ static inline bool leave_counting(yyc_memcache *c, yyc__mc_stripe *s, uint64_t u
     return __builtin_expect(count >= YYC__MC_FOLD_AT && (count & YYC__MC_FOLD_STEP) == 0, 0);
 }
 
+/* A spin-wait hint to the processor. */
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* Times a get waits for a writer to leave before it takes the mutex, and the pauses of each
+ * wait: a writer holds the lock for a lookup and a relink or two, while a get that queues on
+ * the mutex behind it may sleep and be woken (microseconds: two threads ran slower than one). */
+#define WRITER_WAITS 2u
+#define WRITER_WAIT_SPINS 128u
+
+/* A reader that entered s and saw a writer (or shared reads off): leaves, waits a little for
+ * the writer to go and enters again. Returns whether it is inside (else: take the mutex). */
+static __attribute__((noinline, cold)) bool wait_for_writer(yyc_memcache *c, yyc__mc_stripe *s) {
+    for (unsigned waits = 0;; waits++) {
+        atomic_fetch_sub_explicit(&s->state, 1, memory_order_release);
+        if (!atomic_load_explicit(&c->shared_reads, memory_order_relaxed) || waits == WRITER_WAITS)
+            return false;
+        for (unsigned spins = 0;
+             spins < WRITER_WAIT_SPINS && atomic_load_explicit(&c->writer, memory_order_relaxed);
+             spins++)
+            cpu_relax();
+        atomic_fetch_add_explicit(&s->state, 1, memory_order_seq_cst);
+        if (!atomic_load_explicit(&c->writer, memory_order_seq_cst) &&
+            atomic_load_explicit(&c->shared_reads, memory_order_seq_cst))
+            return true;
+    }
+}
+
 int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *out,
                        bool inline_mode) {
     yyc__mc_stripe *s = my_stripe(c);
     atomic_fetch_add_explicit(&s->state, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&c->writer, memory_order_seq_cst) ||
-        !atomic_load_explicit(&c->shared_reads, memory_order_seq_cst)) {
-        atomic_fetch_sub_explicit(&s->state, 1, memory_order_release);
+    if (__builtin_expect(atomic_load_explicit(&c->writer, memory_order_seq_cst) ||
+                             !atomic_load_explicit(&c->shared_reads, memory_order_seq_cst),
+                         0) &&
+        !wait_for_writer(c, s))
         return YYC__MC_USE_LOCK;
-    }
     /* Inside: no holder of the lock changes the map until this reader leaves. */
     yyc__lru_node *n = yyc__lru_map_find(&c->map, key, key_len);
     if (!n) {
@@ -163,7 +229,7 @@ int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *o
     if (inline_mode) {
         const void *slot = yyc__lru_node_value(n, c->value_size, c->value_align);
         if (c->itype.copy) c->itype.copy(c->itype.ctx, out, slot);
-        else memcpy(out, slot, c->value_size);
+        else yyc__mc_copy_bytes(out, slot, c->value_size);
     } else {
         v = n->value;
         if (v && c->cb.retain) __builtin_prefetch(v, 1);
