@@ -70,6 +70,7 @@ static struct {
     const char *policy; /* footprint: lru | sieve | s3fifo | tinylfu */
     bool full;          /* footprint: at a count limit of --keys after 2x --keys sets */
     long keys, disk_keys, ops_per_thread;
+    long mixed_min_ops; /* mixed: operations each worker runs at least (its stream repeated) */
     long scale_entries; /* disk-scale: entries in the manifest */
     long page_cache;    /* yyc_diskcache page cache in bytes (0: the default) */
     int reps, warmup, threads;
@@ -78,6 +79,7 @@ static struct {
 } opt = {.keys = 200000,
          .disk_keys = 1000,
          .ops_per_thread = 200000,
+         .mixed_min_ops = 500000, /* ~50 ms or more per run */
          .scale_entries = 100000,
          .reps = 5,
          .warmup = 1,
@@ -555,12 +557,10 @@ static void *mixed_thread(void *p) {
     return NULL;
 }
 
-/* Operations each mixed worker runs at least (its stream repeated): ~50 ms or more. */
-#define MIXED_MIN_OPS 500000u
-
 static void bench_mixed(const char *group) {
     size_t n = (size_t)opt.keys, per = opt.ops_per_thread < 1 ? 1 : (size_t)opt.ops_per_thread;
-    size_t passes = (MIXED_MIN_OPS + per - 1) / per;
+    size_t min_ops = opt.mixed_min_ops < 1 ? 1 : (size_t)opt.mixed_min_ops;
+    size_t passes = (min_ops + per - 1) / per;
     int nt = opt.threads < 1 ? 1 : opt.threads;
     keyset ks;
     keyset_make(&ks, n, true);
@@ -1105,6 +1105,7 @@ int main(int argc, char **argv) {
             opt.keys = 10000;
             opt.disk_keys = 50;
             opt.ops_per_thread = 20000;
+            opt.mixed_min_ops = 20000; /* one pass: a smoke run times nothing */
             opt.scale_entries = 2000;
             opt.reps = 2;
             opt.warmup = 0;

@@ -200,9 +200,6 @@ func benchMemory<Key: BenchKey & CacheKey>(_: Key.Type, group: String) {
 
 // ---- mixed 90/10 Zipf, string keys, 1 and N threads ----
 
-/// Operations each mixed worker runs at least (its stream repeated; MIXED_MIN_OPS in bench.c).
-let mixedMinOps = 500_000
-
 func runMixed<S: MemSystem>(_: S.Type, ops: [[(key: Int, set: Bool)]]) {
     guard opt.wanted(S.id) else { return }
     let n = opt.keys
@@ -219,7 +216,7 @@ func runMixed<S: MemSystem>(_: S.Type, ops: [[(key: Int, set: Bool)]]) {
     // over) and runs its stream `passes` times, so that a run lasts long enough to be measured;
     // as bench.c.
     let per = max(1, opt.opsPerThread)
-    let passes = (mixedMinOps + per - 1) / per
+    let passes = (max(1, opt.mixedMinOps) + per - 1) / per
     for k in counts {
         var series = Series("mixed_\(k)t")
         for rep in 0..<(opt.warmup + opt.reps) {

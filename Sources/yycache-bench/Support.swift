@@ -17,6 +17,7 @@ struct Options {
     var keys = 200_000
     var diskKeys = 1_000
     var opsPerThread = 200_000
+    var mixedMinOps = 500_000  // mixed: operations each worker runs at least (mixed_min_ops in bench.c)
     var reps = 5
     var warmup = 1
     var threads = ProcessInfo.processInfo.activeProcessorCount
@@ -51,6 +52,7 @@ func parseOptions() {
         opt.keys = 10_000
         opt.diskKeys = 50
         opt.opsPerThread = 20_000
+        opt.mixedMinOps = 20_000  // one pass: a smoke run times nothing
         opt.reps = 2
         opt.warmup = 0
     }
