@@ -900,8 +900,13 @@ static yyc__lru_node *s3fifo_victim(yyc__lru_map *m) {
 #ifndef TL_GHOST
 #define TL_GHOST 1 /* refused candidates' hashes go to the ghost queue (Caffeine: none) */
 #endif
-#define TL_SCORE_MAX 64     /* |ghost_score| bound */
-#define TL_EXPLORE_MASK 15u /* with ghost_score < 0: 1 returning key in 16 still goes to main */
+#define TL_SCORE_MAX 64 /* |ghost_score| bound */
+#ifndef TL_SCORE_HIT
+#define TL_SCORE_HIT 2 /* ghost score: + this for a hit, - 1 for an eviction unhit */
+#endif
+#ifndef TL_EXPLORE_MASK
+#define TL_EXPLORE_MASK 63u /* with ghost_score < 0: 1 returning key in 64 still goes to main */
+#endif
 
 /* The admission jitter's xorshift. */
 static uint64_t tl_random(yyc__tinylfu *t) {
@@ -920,13 +925,13 @@ static inline void tl_set_seg(yyc__lru_node *n, uintptr_t seg) {
 }
 
 /* Scores a node that came back from the ghost queue (YYC__TL_GHOSTED) on its first hit
- * (hit: +1) or its eviction without one (-1), and clears the mark. */
+ * (hit: +2) or its eviction without one (-1), and clears the mark. */
 static void tl_score_ghosted(yyc__lru_map *m, yyc__lru_node *n, bool hit) {
     if (!(n->prev_bits & YYC__TL_GHOSTED)) return;
     n->prev_bits &= ~YYC__TL_GHOSTED;
     int *score = &m->tl.ghost_score;
-    if (hit && *score < TL_SCORE_MAX) ++*score;
-    else if (!hit && *score > -TL_SCORE_MAX) --*score;
+    if (hit) *score = *score + TL_SCORE_HIT < TL_SCORE_MAX ? *score + TL_SCORE_HIT : TL_SCORE_MAX;
+    else if (*score > -TL_SCORE_MAX) --*score;
 }
 
 static inline size_t sum_value(size_t lo, size_t hi) { return hi ? SIZE_MAX : lo; }
@@ -1195,7 +1200,7 @@ static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pen
  * is half full. A map without limits has no sketch (no memory for it; its trims take the
  * oldest entries, the window's overflow first). Returns whether the key goes to main rather
  * than the window: its hash was in the ghost queue (taken out) and the ghost score is >= 0,
- * or, below, the 1 key in 16 that keeps the score measured. */
+ * or, below, the 1 key in 64 that keeps the score measured. */
 static bool tl_before_insert(yyc__lru_map *m, uint64_t h) {
     yyc__tinylfu *t = &m->tl;
     tl_sync(m);

@@ -53,11 +53,12 @@
  *     window starts at 10 % of C (rounded up), protected at 80 % of the rest. A new key is
  *     counted in the sketch and goes to the window's head, unless its hash is in the ghost
  *     queue (which then forgets it): then it goes to probation's head, marked (node bit 2),
- *     when the ghost score is >= 0, and otherwise 1 time in 16 (so that the score stays
+ *     when the ghost score is >= 0, and otherwise 1 time in 64 (so that the score stays
  *     measured). A hit counts the key in the sketch and moves it to its segment's head (a
  *     probation entry: to protected's head, unless heavier than protected's maximum); a marked
- *     node's first hit adds 1 to the ghost score, its eviction before any hit subtracts 1
- *     (the score stays within -64 .. 64). evict first moves the window's oldest entries to
+ *     node's first hit adds 2 to the ghost score, its eviction before any hit subtracts 1
+ *     (the score stays within -64 .. 64: sending refused keys to main pays while at least a
+ *     third of them are hit). evict first moves the window's oldest entries to
  *     probation's head while the window (with the incoming key) weighs more than its maximum;
  *     they are the candidates, oldest first (none: when the eviction makes room for a new key,
  *     the window's oldest entry is). The victim is probation's oldest (else protected's, else
