@@ -415,16 +415,18 @@ static void tinylfu_keeps_its_invariants_through_random_operations_and_limit_cha
     }
 }
 
-/* The hill climber: on a workload where recency wins (every key is read a few times soon after
- * it is first set, then never again), the window grows from its 1% start. */
-/* The window of a map seeded with `seed` after a recency-friendly stream (each key comes back
- * 60 and 120 requests later: only a window larger than 1 % of the cache keeps it). */
-static size_t tinylfu_window_after_a_recency_stream(uint64_t seed) {
+/* A recency-friendly stream (every key is read twice soon after it is first set, then never
+ * again): each key comes back 60 and 120 requests later, beyond the window's 10 % start. The
+ * admission refuses it (its frequency does not beat main's), but a refused key that comes back
+ * while its hash is in the ghost queue goes to main, where its third request may hit. Returns
+ * the hits of a map seeded with `seed` (of 3 x 40,000 - 180 requests). */
+static size_t tinylfu_hits_on_a_recency_stream(uint64_t seed) {
     yyc__lru_map m;
     yyc__lru_map_init(&m);
     yyc__lru_map_testing_seed(&m, seed);
     yyc__lru_map_set_policy(&m, YYC__POLICY_TINYLFU);
     enum { LIMIT = 200 };
+    size_t hits = 0;
     for (int i = 0; i < 40000; i++) {
         int keys[3] = {i, i - 60, i - 120}; /* key i at i, i + 60, i + 120 */
         for (int j = 0; j < 3; j++) {
@@ -435,26 +437,27 @@ static size_t tinylfu_window_after_a_recency_stream(uint64_t seed) {
                                                                   LIMIT, SIZE_MAX, &inserted, &ev);
             assert_non_null(n);
             if (!inserted) yyc__lru_map_touch(&m, n);
+            hits += !inserted;
             yyc__lru_node_free(ev);
         }
-        if (i == 100) assert_int_equal(m.tl.window_max, 2); /* 1% of 200 */
+        if (i == 100) assert_int_equal(m.tl.window_max, 20); /* 10 % of 200 */
     }
-    size_t window = m.tl.window_max;
     assert_true(m.tl.window_max + m.tl.protected_max <= LIMIT);
     assert_true(yyc__lru_map_check(&m));
     yyc__lru_map_destroy(&m);
-    return window;
+    return hits;
 }
 
-/* The hill climber grows the window when recency pays. Fixed seeds, so that the result repeats
- * (with a random seed, the climber's jitter left the window at its start in a few runs of 100). */
-static void tinylfu_window_grows_when_recency_pays(void **state) {
+/* Keys refused at admission that come back soon go to main (the ghost queue): on the recency
+ * stream over 8,000 requests hit (12,293 to 12,919 on these seeds; Caffeine's rules alone, with
+ * their 1 % window, 4,824 on the first). Fixed seeds, so that the result repeats. */
+static void tinylfu_keys_refused_then_requested_again_soon_go_to_main(void **state) {
     (void)state;
     static const uint64_t seeds[] = {1, 0x9e3779b97f4a7c15ull, 0xdeadbeefcafef00dull, 42};
     for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        size_t window = tinylfu_window_after_a_recency_stream(seeds[i]);
-        if (getenv("YYC_PRINT_WINDOWS")) print_message("seed %zu: window %zu\n", i, window);
-        assert_true(window > 2);
+        size_t hits = tinylfu_hits_on_a_recency_stream(seeds[i]);
+        if (getenv("YYC_PRINT_HITS")) print_message("seed %zu: hits %zu\n", i, hits);
+        assert_true(hits > 8000);
     }
 }
 
@@ -624,7 +627,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(s3fifo_cost_limit_sizes_the_small_queue_in_cost),
     cmocka_unit_test(tinylfu_rejects_one_time_keys_colder_than_main_so_hot_keys_survive_a_scan),
     cmocka_unit_test(tinylfu_keeps_its_invariants_through_random_operations_and_limit_changes),
-    cmocka_unit_test(tinylfu_window_grows_when_recency_pays),
+    cmocka_unit_test(tinylfu_keys_refused_then_requested_again_soon_go_to_main),
     cmocka_unit_test(ghost_remembers_the_newest_hashes_up_to_its_capacity),
     cmocka_unit_test(every_policy_evicts_exactly_as_its_model),
     cmocka_unit_test(replayed_trace_hit_counts_equal_the_models),

@@ -896,10 +896,55 @@ static yyc__lru_node *s3fifo_victim(yyc__lru_map *m) {
 
 /* --- Window TinyLFU (see the top of lru_map.h) --- */
 
+/* The tuning (see lru_map.h); #ifndef: an ablation build (-DTL_STEP=0.0625 ...) can set
+ * Caffeine's values one at a time. */
+#ifndef TL_WINDOW_DIV
+#define TL_WINDOW_DIV 10 /* the window starts at C / TL_WINDOW_DIV, rounded up (Caffeine: 100) */
+#endif
+#ifndef TL_STEP
+#define TL_STEP 0.03 /* the climber's first step, a fraction of C (Caffeine: 0.0625) */
+#endif
+#ifndef TL_MARGIN
+#define TL_MARGIN 1u /* admission: the candidate's frequency must exceed the victim's + 1 */
+#endif
+#ifndef TL_RESTART
+#define TL_RESTART 0 /* a hit-rate change that resets the step (0: none; Caffeine: 0.05) */
+#endif
+#ifndef TL_GHOST
+#define TL_GHOST 1 /* refused candidates' hashes go to the ghost queue (Caffeine: none) */
+#endif
+#define TL_SCORE_MAX 64 /* |ghost_score| bound */
+#ifndef TL_SCORE_HIT
+#define TL_SCORE_HIT 2 /* ghost score: + this for a hit, - 1 for an eviction unhit */
+#endif
+#ifndef TL_EXPLORE_MASK
+#define TL_EXPLORE_MASK 63u /* with ghost_score < 0: 1 returning key in 64 still goes to main */
+#endif
+
+/* The admission jitter's xorshift. */
+static uint64_t tl_random(yyc__tinylfu *t) {
+    uint64_t x = t->rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    t->rng = x;
+    return x;
+}
+
 static inline uintptr_t tl_seg(const yyc__lru_node *n) { return n->prev_bits & YYC__TL_SEG; }
 
 static inline void tl_set_seg(yyc__lru_node *n, uintptr_t seg) {
     n->prev_bits = (n->prev_bits & ~YYC__TL_SEG) | seg;
+}
+
+/* Scores a node that came back from the ghost queue (YYC__TL_GHOSTED) on its first hit
+ * (hit: +2) or its eviction without one (-1), and clears the mark. */
+static void tl_score_ghosted(yyc__lru_map *m, yyc__lru_node *n, bool hit) {
+    if (!(n->prev_bits & YYC__TL_GHOSTED)) return;
+    n->prev_bits &= ~YYC__TL_GHOSTED;
+    int *score = &m->tl.ghost_score;
+    if (hit) *score = *score + TL_SCORE_HIT < TL_SCORE_MAX ? *score + TL_SCORE_HIT : TL_SCORE_MAX;
+    else if (*score > -TL_SCORE_MAX) --*score;
 }
 
 static inline size_t sum_value(size_t lo, size_t hi) { return hi ? SIZE_MAX : lo; }
@@ -983,13 +1028,15 @@ static void tl_demote(yyc__lru_map *m) {
 /* The window and protected maxima for capacity cap (Caffeine's setMaximumSize). */
 static void tl_set_capacity(yyc__lru_map *m, size_t cap, bool by_cost, bool bounded) {
     yyc__tinylfu *t = &m->tl;
-    size_t main = cap / 100 * 99 + cap % 100 * 99 / 100;
+    size_t main = cap / TL_WINDOW_DIV * (TL_WINDOW_DIV - 1) +
+                  cap % TL_WINDOW_DIV * (TL_WINDOW_DIV - 1) / TL_WINDOW_DIV;
     t->capacity = cap;
     t->by_cost = by_cost;
     t->bounded = bounded;
+    if (!bounded) yyc__ghost_destroy(&m->ghost); /* no limit: no ghost queue (nor sketch) */
     t->window_max = cap - main;
     t->protected_max = main / 5 * 4 + main % 5 * 4 / 5;
-    t->step = -0.0625 * (double)cap;
+    t->step = -TL_STEP * (double)cap;
     t->prev_hit_rate = 0;
     t->adjustment = 0;
     t->hits = t->misses = 0;
@@ -1077,13 +1124,14 @@ static void tl_climb(yyc__lru_map *m) {
     if (!yyc__sketch_ready(&t->sketch)) {
         t->prev_hit_rate = 0;
         t->hits = t->misses = 0;
-    } else if (t->hits + t->misses >= t->sketch.sample_size) {
+    } else if (t->hits + t->misses >= 10 * t->sketch.capacity) {
+        /* Caffeine's climber, with a smaller step and without its restart to the full step
+         * after a 5-point change (see lru_map.h) */
         double rate = (double)t->hits / (double)(t->hits + t->misses);
         double change = rate - t->prev_hit_rate;
         double amount = change >= 0 ? t->step : -t->step;
-        t->step = (change >= 0.05 || change <= -0.05)
-                      ? 0.0625 * (double)t->capacity * (amount >= 0 ? 1 : -1)
-                      : 0.98 * amount;
+        bool restart = TL_RESTART > 0 && (change >= TL_RESTART || change <= -TL_RESTART);
+        t->step = restart ? TL_STEP * (double)t->capacity * (amount >= 0 ? 1 : -1) : 0.98 * amount;
         t->prev_hit_rate = rate;
         t->adjustment = (long long)amount;
         t->hits = t->misses = 0;
@@ -1096,6 +1144,7 @@ static void tl_climb(yyc__lru_map *m) {
 void yyc__lru_map_tinylfu_hit(yyc__lru_map *m, yyc__lru_node *n) {
     if (yyc__sketch_ready(&m->tl.sketch)) yyc__sketch_increment(&m->tl.sketch, node_hash(m, n));
     m->tl.hits++;
+    tl_score_ghosted(m, n, true);
     switch (tl_seg(n)) {
     case YYC__TL_WINDOW:
         if (n != m->head) {
@@ -1127,15 +1176,8 @@ static bool tl_admit(yyc__lru_map *m, const yyc__lru_node *cand, const yyc__lru_
     if (!yyc__sketch_ready(&m->tl.sketch)) return false; /* nothing known: keep main's */
     unsigned vf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, victim));
     unsigned cf = yyc__sketch_frequency(&m->tl.sketch, node_hash(m, cand));
-    if (cf > vf) return true;
-    if (cf >= 6) { /* hash flooding defence: a warm candidate now and then */
-        uint64_t x = m->tl.rng;
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        m->tl.rng = x;
-        return (x & 127) == 0;
-    }
+    if (cf > vf + TL_MARGIN) return true;
+    if (cf >= 6) return (tl_random(&m->tl) & 127) == 0; /* hash flooding defence */
     return false;
 }
 
@@ -1147,6 +1189,7 @@ static bool tl_admit(yyc__lru_map *m, const yyc__lru_node *cand, const yyc__lru_
 static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pending) {
     yyc__tinylfu *t = &m->tl;
     tl_sync(m);
+    t->denied = false;
     if (!t->bounded) pending = 0;
     tl_window_overflow(m, pending, true);
     yyc__lru_node *cand = t->cand ? t->cand : inserting ? tl_window_lru(m) : NULL;
@@ -1155,7 +1198,10 @@ static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pen
     if (!victim) victim = inserting ? tl_window_lru(m) : tl_protected_lru(m);
     if (!cand || cand == victim) return victim;
     if (t->bounded && tl_weight(m, cand) > t->capacity) return cand;
-    if (!tl_admit(m, cand, victim)) return cand;
+    if (!tl_admit(m, cand, victim)) {
+        t->denied = true; /* to the ghost queue */
+        return cand;
+    }
     if (cand == t->cand) { /* it stays; the next candidate is judged next time */
         t->ncand--;
         t->cand = t->ncand ? prev_of(cand) : NULL;
@@ -1165,8 +1211,10 @@ static yyc__lru_node *tinylfu_victim(yyc__lru_map *m, bool inserting, size_t pen
 
 /* Counts a key about to be inserted (Caffeine's AddTask) and sizes the sketch when the map
  * is half full. A map without limits has no sketch (no memory for it; its trims take the
- * oldest entries, the window's overflow first). */
-static void tl_before_insert(yyc__lru_map *m, uint64_t h) {
+ * oldest entries, the window's overflow first). Returns whether the key goes to main rather
+ * than the window: its hash was in the ghost queue (taken out) and the ghost score is >= 0,
+ * or, below, the 1 key in 64 that keeps the score measured. */
+static bool tl_before_insert(yyc__lru_map *m, uint64_t h) {
     yyc__tinylfu *t = &m->tl;
     tl_sync(m);
     size_t weight = t->by_cost ? yyc__lru_map_total_cost(m) : m->count + 1;
@@ -1174,6 +1222,8 @@ static void tl_before_insert(yyc__lru_map *m, uint64_t h) {
         yyc__sketch_ensure(&t->sketch, t->by_cost ? m->count + 1 : t->capacity);
     yyc__sketch_increment(&t->sketch, h);
     t->misses++;
+    if (!t->bounded || !yyc__ghost_take(&m->ghost, h)) return false;
+    return t->ghost_score >= 0 || (tl_random(t) & TL_EXPLORE_MASK) == 0;
 }
 
 /* yyc__lru_map_evict; inserting: to make room for a new key of weight pending (TinyLFU). */
@@ -1189,6 +1239,13 @@ static yyc__lru_node *evict_pending(yyc__lru_map *m, size_t count_limit, size_t 
                                                          : tinylfu_victim(m, inserting, pending);
     uint64_t h = node_hash(m, n);
     bool to_ghost = in_small(m, n);
+    if (m->policy == YYC__POLICY_TINYLFU) {
+        tl_score_ghosted(m, n, false);
+        if (TL_GHOST && m->tl.denied &&
+            m->tl.bounded) /* C hashes (the count + 1 when C is a cost) */
+            yyc__ghost_push(&m->ghost, h, m->tl.by_cost ? m->count + 1 : m->tl.capacity);
+        m->tl.denied = false;
+    }
     unlink_hashed(m, n, h);
     if (to_ghost) { /* 9 C / 10 hashes (9 / 10 of the count when C is a cost) */
         bool by_cost;
@@ -1220,7 +1277,8 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
      * evict, then insert): the eviction's ghost push cannot push this key's hash out first. */
     int ghost_hit = m->policy == YYC__POLICY_S3FIFO ? yyc__ghost_take(&m->ghost, h) : -1;
     bool tinylfu = m->policy == YYC__POLICY_TINYLFU;
-    if (tinylfu) tl_before_insert(m, h);
+    bool to_main = false;
+    if (tinylfu) to_main = tl_before_insert(m, h);
     if (m->count > 0 && m->count >= count_limit)
         *evicted = evict_pending(m, count_limit, cost_limit, true, tinylfu && !m->tl.by_cost);
     n = new_node(m, key, key_len);
@@ -1228,6 +1286,10 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     if (!add_node(m, n, h, ghost_hit)) {
         free(n);
         return NULL;
+    }
+    if (to_main) { /* back from the ghost queue: to main, and scored (see lru_map.h) */
+        tl_to_probation(m, n);
+        n->prev_bits |= YYC__TL_GHOSTED;
     }
     if (tinylfu) tl_climb(m);
     *inserted = true;
@@ -1324,7 +1386,10 @@ static bool on_list(const yyc__lru_map *m, const yyc__lru_node *n) {
 /* TinyLFU's part of the invariants (see lru_map.h). */
 static bool check_tinylfu(const yyc__lru_map *m) {
     const yyc__tinylfu *t = &m->tl;
-    CHECK(m->hand == NULL && m->small_count == 0 && yyc__ghost_count(&m->ghost) == 0);
+    CHECK(m->hand == NULL && m->small_count == 0);
+    CHECK(t->bounded || yyc__ghost_count(&m->ghost) == 0);
+    CHECK(yyc__ghost_check(&m->ghost));
+    CHECK(t->ghost_score >= -TL_SCORE_MAX && t->ghost_score <= TL_SCORE_MAX && !t->denied);
     CHECK(yyc__sketch_check(&t->sketch));
     size_t wc = 0, wlo = 0, whi = 0, pc = 0, plo = 0, phi = 0;
     uintptr_t prev_seg = YYC__TL_WINDOW;
@@ -1337,7 +1402,7 @@ static bool check_tinylfu(const yyc__lru_map *m) {
     }
     for (const yyc__lru_node *n = m->head; n; n = n->next) {
         uintptr_t seg = tl_seg(n);
-        CHECK((n->prev_bits & YYC__NODE_BITS & ~YYC__TL_SEG) == 0);
+        CHECK((n->prev_bits & YYC__NODE_BITS & ~(YYC__TL_SEG | YYC__TL_GHOSTED)) == 0);
         CHECK(seg != 3);
         /* order: window (0), protected (2), probation (1) */
         int rank = seg == YYC__TL_WINDOW ? 0 : seg == YYC__TL_PROTECTED ? 1 : 2;

@@ -44,33 +44,50 @@
  *     back to main's head with frequency - 1, else it is evicted. One deviation: libCacheSim
  *     refuses (does not insert) a new object as large as the small queue (with unit sizes:
  *     every key, when C < 20); here every key is admitted.
- *   - Window TinyLFU, after Caffeine 3 (BoundedLocalCache's policy): the list is the window
- *     (head .. the node before main_head, LRU order), then main's protected segment (main_head
- *     .. the node before prob_head) and its probation segment (prob_head .. tail), each in LRU
- *     order (most recent first). Capacity C and weights: the cost limit and costs when there is
- *     a cost limit, else the count limit and 1 per entry, else the current count (unbounded:
- *     no hill climbing). A new key is counted in the sketch and goes to the window's head. A
- *     hit counts the key in the sketch and moves it to its segment's head (a probation entry:
- *     to protected's head, unless heavier than protected's maximum). evict first moves the
- *     window's oldest entries to probation's head while the window (with the incoming key)
- *     weighs more than its maximum; they are the candidates, oldest first (none: when the
- *     eviction makes room for a new key, the window's oldest entry is). The victim is
- *     probation's oldest (else protected's, else the window's; a trim, making room for no new
- *     key, takes the window's before protected's).
- *     Candidate and victim the same entry, or a candidate heavier than C: it is evicted. Else
- *     the victim is evicted if the candidate's sketch frequency is higher (the candidate stays
- *     where it is), or, when the candidate's frequency is >= 6, with probability 1/128
- *     (Caffeine's defence against hash flooding); else the candidate is evicted. Caffeine's
- *     maintenance after a write (here: after an insert): the window's excess moves to
- *     probation's head (not as candidates), then the hill climber
- *     samples the hit rate over 10 x C accesses and moves the window's maximum by a step
- *     (6.25 % of C, decaying by 0.98, restarting after a 5-point change), moving entries
- *     between the window and main accordingly; protected's excess is demoted to probation's
- *     head. The sketch is sized for C when the map is half full (Caffeine's rule); a map with
- *     neither limit has none (every frequency reads 0: candidates lose).
+ *   - Window TinyLFU, after Caffeine 3 (BoundedLocalCache's policy), with the deviations
+ *     listed last: the list is the window (head .. the node before main_head, LRU order), then
+ *     main's protected segment (main_head .. the node before prob_head) and its probation
+ *     segment (prob_head .. tail), each in LRU order (most recent first). Capacity C and
+ *     weights: the cost limit and costs when there is a cost limit, else the count limit and 1
+ *     per entry, else the current count (unbounded: no hill climbing, no ghost queue). The
+ *     window starts at 10 % of C (rounded up), protected at 80 % of the rest. A new key is
+ *     counted in the sketch and goes to the window's head, unless its hash is in the ghost
+ *     queue (which then forgets it): then it goes to probation's head, marked (node bit 2),
+ *     when the ghost score is >= 0, and otherwise 1 time in 64 (so that the score stays
+ *     measured). A hit counts the key in the sketch and moves it to its segment's head (a
+ *     probation entry: to protected's head, unless heavier than protected's maximum); a marked
+ *     node's first hit adds 2 to the ghost score, its eviction before any hit subtracts 1
+ *     (the score stays within -64 .. 64: sending refused keys to main pays while at least a
+ *     third of them are hit). evict first moves the window's oldest entries to
+ *     probation's head while the window (with the incoming key) weighs more than its maximum;
+ *     they are the candidates, oldest first (none: when the eviction makes room for a new key,
+ *     the window's oldest entry is). The victim is probation's oldest (else protected's, else
+ *     the window's; a trim, making room for no new key, takes the window's before
+ *     protected's). Candidate and victim the same entry, or a candidate heavier than C: it is
+ *     evicted. Else the victim is evicted if the candidate's sketch frequency exceeds the
+ *     victim's by 2 or more (the candidate stays where it is), or, when the candidate's
+ *     frequency is >= 6, with probability 1/128 (Caffeine's defence against hash flooding);
+ *     else the candidate is evicted and its hash goes to the ghost queue (which remembers the
+ *     C newest such hashes, the count + 1 when C is a cost). Caffeine's maintenance after a
+ *     write (here: after an insert): the window's excess moves to probation's head (not as
+ *     candidates), then the hill climber samples the hit rate over 10 x the sketch's capacity
+ *     in accesses and moves the window's maximum by a step (3 % of C at first, reversed when
+ *     the hit rate fell, decaying by 0.98 a sample), moving entries between the window and
+ *     main accordingly; protected's excess is demoted to probation's head. The sketch is sized
+ *     for C when the map is half full (Caffeine's rule) and halves its counters every 3 x C
+ *     increments; a map with neither limit has none (every frequency reads 0: candidates
+ *     lose).
+ *     Deviations from Caffeine, each measured on the hit-ratio report (Benchmarks/README.md):
+ *     the window starts at 10 % (Caffeine: 1 %), the climber's step is 3 % (6.25 %) and never
+ *     restarts (Caffeine resets it to 6.25 % after a 5-point change in the hit rate), the
+ *     sketch halves every 3 x C increments (10 x C), a candidate must beat the victim by 2
+ *     (by 1), and the ghost queue and its score are new: a refused key requested again soon
+ *     skips the second duel (recency-friendly traces, where Caffeine's admission refuses each
+ *     new key once more), and stops doing so while such keys are evicted unhit (loops).
  * The policy's per-node state lives in the low bits of the node's prev link (nodes are 16-byte
  * aligned), so every policy's node is the LRU node: no byte more per entry (TinyLFU's sketch
- * takes 8 bytes per entry of capacity, in the map).
+ * takes 8 bytes per entry of capacity and its ghost queue about 14 per entry of capacity, in the
+ * map, as S3-FIFO's ghost queue).
  *
  * Used by memory_cache.c (values, costs, times) and by the disk storage's statement cache
  * (keyed by SQL text; value = the sqlite3_stmt).
@@ -119,7 +136,8 @@
 typedef struct yyc__lru_node {
     uintptr_t prev_bits;        /* the node toward the head (NULL at the head) | policy bits:
                                  * SIEVE bit 0 = visited; S3-FIFO bits 0-1 = frequency,
-                                 * bit 2 = in the main queue; LRU none */
+                                 * bit 2 = in the main queue; TinyLFU bits 0-1 = segment,
+                                 * bit 2 = back from the ghost, not hit since; LRU none */
     struct yyc__lru_node *next; /* toward the tail (less recent); NULL at the tail */
     void *value;                /* opaque, owned by the caller (or small inline value bytes) */
     size_t cost;                /* counted in the map's total cost */
@@ -164,11 +182,12 @@ typedef struct yyc__lru_node {
  *     of the list. S3-FIFO: only bits 0-2 are used; the nodes without the main bit come first
  *     (the small queue), main_head is the first node with it (NULL if none); small_count and
  *     small_cost are the small queue's count and exact cost sum; hand is NULL.
- *     TinyLFU: only bits 0-1 are used (the segment); window nodes come first, then protected,
- *     then probation; main_head is the first non-window node, tl.prob_head the first
- *     probation node (NULL if none); the tl counts and cost sums are the segments'; tl.cand
- *     is NULL or a probation node with tl.ncand - 1 probation nodes toward the head; hand is
- *     NULL and the ghost empty. Other policies: the tl fields are zero.
+ *     TinyLFU: only bits 0-2 are used (bits 0-1: the segment, never 3); window nodes come
+ *     first, then protected, then probation; main_head is the first non-window node,
+ *     tl.prob_head the first probation node (NULL if none); the tl counts and cost sums are
+ *     the segments'; tl.cand is NULL or a probation node with tl.ncand - 1 probation nodes
+ *     toward the head; |tl.ghost_score| <= 64; tl.denied is false between calls; hand is NULL;
+ *     the ghost is empty when there is no limit. Other policies: the tl fields are zero.
  *   - sweep is NULL or a node of the list. */
 /* The eviction policies (YYC_EVICT_* in memory_cache.h have the same values). */
 typedef enum yyc__policy {
@@ -186,6 +205,7 @@ typedef enum yyc__policy {
 #define YYC__TL_WINDOW ((uintptr_t)0)
 #define YYC__TL_PROBATION ((uintptr_t)1)
 #define YYC__TL_PROTECTED ((uintptr_t)2)
+#define YYC__TL_GHOSTED ((uintptr_t)4) /* TinyLFU: came back from the ghost, not hit since */
 
 /* Window TinyLFU's state beyond the list (see the top of the file). Sizes are in the weight
  * unit of the capacity (entries, or cost with a cost limit); the segments' counts and exact
@@ -207,6 +227,8 @@ typedef struct yyc__tinylfu {
     long long adjustment; /* window change still to make (weight, signed) */
     size_t hits, misses;  /* accesses in the current sample */
     uint64_t rng;         /* xorshift state for the random admission */
+    int ghost_score;      /* returning keys sent to main: hit minus evicted unhit, +-64 */
+    bool denied;          /* the victim being evicted is a candidate admission refused */
 } yyc__tinylfu;
 
 /* The node toward the head, or NULL. */
@@ -242,7 +264,8 @@ typedef struct yyc__lru_map {
     size_t small_count;       /* S3-FIFO: entries in the small queue */
     size_t small_cost_lo;     /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
     size_t small_cost_hi;
-    yyc__ghost ghost; /* S3-FIFO: hashes of keys recently evicted from the small queue */
+    yyc__ghost ghost; /* hashes of keys recently evicted from S3-FIFO's small queue, or of
+                       * candidates TinyLFU's admission refused */
     size_t lim_count; /* the owner's count limit as last given to evict (SIZE_MAX: none) */
     size_t lim_cost;  /* the owner's cost limit as last given to evict (SIZE_MAX: none) */
     bool s3_evicted;  /* S3-FIFO: evict ran since the map was last empty by detach/destroy */

@@ -10,6 +10,9 @@
 #define RESET_MASK UINT64_C(0x7777777777777777)
 #define ONE_MASK UINT64_C(0x1111111111111111)
 #define MAX_LEN ((size_t)1 << 30)
+#ifndef SKETCH_SAMPLE
+#define SKETCH_SAMPLE 3 /* halvings every SKETCH_SAMPLE x the capacity (Caffeine: 10) */
+#endif
 
 void yyc__sketch_ensure(yyc__sketch *s, size_t capacity) {
     size_t len = 8;
@@ -23,7 +26,8 @@ void yyc__sketch_ensure(yyc__sketch *s, size_t capacity) {
     s->block_mask = len / 8 - 1;
     s->size = 0;
     size_t cap = capacity < MAX_LEN ? capacity : MAX_LEN;
-    s->sample_size = cap ? 10 * cap : 10;
+    s->capacity = cap ? cap : 1;
+    s->sample_size = SKETCH_SAMPLE * s->capacity; /* Caffeine: 10 x; see tinylfu_sketch.h */
 }
 
 /* The word and the counter (0..15) of the key's i-th counter. */
@@ -85,6 +89,7 @@ bool yyc__sketch_check(const yyc__sketch *s) {
     bool ok = (s->table == NULL) == (s->len == 0);
     if (s->table)
         ok = ok && s->len >= 8 && (s->len & (s->len - 1)) == 0 && s->block_mask == s->len / 8 - 1 &&
+             s->capacity >= 1 && s->sample_size == SKETCH_SAMPLE * s->capacity &&
              s->size < s->sample_size;
     if (!ok) fprintf(stderr, "tinylfu sketch invariant broken\n");
     return ok;
