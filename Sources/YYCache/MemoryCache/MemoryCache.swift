@@ -153,7 +153,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         if Self.storesValuesInline {
             var type = events.inlineValueType(
                 size: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment,
-                trivial: MemoryCacheStorage<Value>.isTrivial)
+                trivial: MemoryCacheStorage<Value>.isTrivial, directCopy: memoryCacheDirectCopy(for: Value.self))
             status = yyc_memcache_new_inline(&type, &handle)
         } else {
             var callbacks = events.valueCallbacks()
