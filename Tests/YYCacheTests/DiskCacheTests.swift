@@ -65,11 +65,13 @@ import Testing
         }
     }
 
-    @Test(arguments: [0, 10, 20480, 20481, 100_000])
+    // 14/15 and 512/513: around Data's inline storage and the read's copy limit
+    // (CStrings.copiedDataMaximum: copied below it, wrapped above).
+    @Test(arguments: [0, 10, 14, 15, 512, 513, 20480, 20481, 100_000])
     func dataRoundTripsInlineAndInFiles(size: Int) throws {
         let folder = TemporaryFolder()
         let disk = try DiskCache(path: folder.path)
-        let value = bytes(size)
+        let value = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) })
         try disk.setData(value, forKey: "k")
         #expect(try disk.data(forKey: "k") == value)
         #expect(disk.containsValue(forKey: "k"))

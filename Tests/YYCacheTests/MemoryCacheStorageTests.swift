@@ -136,6 +136,13 @@ private func checkLifetimes<V: Sendable>(
         strings[2] = String(repeating: "long string ", count: 100)
         #expect(strings[1] == "short")
         #expect(strings[2] == String(repeating: "long string ", count: 100))
+        // [UInt8], like Data and String, has a copy callback of its own (no generic hop).
+        let arrays = MemoryCache<String, [UInt8]>()
+        let bytes = [UInt8](repeating: 7, count: 1_000)
+        arrays["a"] = bytes
+        let arrayCopy = arrays["a"]
+        arrays.removeAllValues()
+        #expect(arrayCopy == bytes)
         let optionals = MemoryCache<Int, Tracked?>()
         let tracker = LifetimeTracker()
         optionals.setValue(.some(tracker.make(1)), forKey: 1)

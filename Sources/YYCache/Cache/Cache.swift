@@ -157,6 +157,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// - Returns: The value, or `nil` when neither tier has it.
     /// - Throws: ``CacheError`` from the disk tier (``CacheError/Code/decoding`` included).
     @_disfavoredOverload
+    @_specialize(exported:true,where Value == Data)
     public func value(forKey key: String) throws -> Value? {
         guard CStrings.isStorableKey(key) else { return nil }
         if let remoteTier { return try remoteValue(forKey: key, tier: remoteTier) }
@@ -187,6 +188,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
     /// - Throws: ``CacheError`` (``CacheError/Code/invalidArgument`` for a bad key,
     ///   ``CacheError/Code/encoding``, the disk's errors).
     @_disfavoredOverload
+    @_specialize(exported:true,where Value == Data)
     public func setValue(_ value: Value?, forKey key: String) throws {
         guard let value else {
             try removeValue(forKey: key)
@@ -207,6 +209,7 @@ public final class Cache<Value: Codable & Sendable>: Sendable {
 
     /// Stores `value` on disk, then in memory, with a time to live in seconds for both tiers
     /// (`.infinity`: never), or `nil` for each tier's default.
+    @_specialize(exported:true,where Value == Data)
     func store(_ value: Value, forKey key: String, timeToLive: Double?) throws {
         if let remoteTier { return try remoteStore(value, forKey: key, timeToLive: timeToLive, tier: remoteTier) }
         guard CStrings.isStorableKey(key) else {

@@ -21,7 +21,7 @@ extension String: CacheKey {
     /// - Returns: The value `body` returns.
     /// - Throws: Whatever `body` throws.
     /// - Complexity: O(1) for native strings, O(*n*) otherwise.
-    @inlinable
+    @inlinable @inline(__always)
     public func withCacheKeyBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         // The fast path: no copy of the string (so no retain/release of its storage).
         if let result = try utf8.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0)) }) {

@@ -153,7 +153,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
         if Self.storesValuesInline {
             var type = events.inlineValueType(
                 size: MemoryCacheStorage<Value>.inlineSize, alignment: MemoryLayout<Value>.alignment,
-                trivial: MemoryCacheStorage<Value>.isTrivial)
+                trivial: MemoryCacheStorage<Value>.isTrivial, directCopy: memoryCacheDirectCopy(for: Value.self))
             status = yyc_memcache_new_inline(&type, &handle)
         } else {
             var callbacks = events.valueCallbacks()
@@ -253,7 +253,7 @@ public final class MemoryCache<Key: CacheKey, Value> {
     /// - Complexity: O(1) (plus the key's byte length, for hashing).
     ///
     /// The corresponding C function is `yyc_memcache_get`.
-    @inlinable
+    @inlinable @inline(__always)
     public func value(forKey key: Key) -> Value? {
         let handle = self.handle  // the closure then captures a pointer, not self (no retain)
         if Self.storesValuesInline {

@@ -37,6 +37,7 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     /// moved with `memcpy`, which is a valid move because inline values are bitwise takable.
     let handedBack = Protected<[UInt]>([])
     /// Whether ``handedBack`` may be non-empty; set under its lock, read without it.
+    @usableFromInline
     let handedBackFlag = Atomic<Bool>(false)
 
     /// Inline values: the value type's copy and destroy (``MemoryCacheInlineOps/none`` otherwise).
@@ -59,7 +60,7 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     }
 
     /// Whether values were handed back since the last ``releaseHandedBackValues()``.
-    @usableFromInline
+    @inlinable
     final var hasHandedBackValues: Bool { handedBackFlag.load(ordering: .acquiring) }
 
     /// Keeps `bits` (a value the C core dropped) for a caller to release. Any thread.
@@ -117,11 +118,14 @@ class MemoryCacheCallbacks: @unchecked Sendable {
     }
 
     /// The inline value type for `yyc_memcache_new_inline`, with `self` as its context (not
-    /// retained): no callbacks for trivial values, else copy and destroy through this object.
-    func inlineValueType(size: Int, alignment: Int, trivial: Bool) -> yyc_inline_value_type {
+    /// retained): no callbacks for trivial values, else copy and destroy through this object,
+    /// or copy with `directCopy` (see `memoryCacheDirectCopy(for:)`) when there is one.
+    func inlineValueType(
+        size: Int, alignment: Int, trivial: Bool, directCopy: MemoryCacheCopyFunction?
+    ) -> yyc_inline_value_type {
         yyc_inline_value_type(
             size: size, align: alignment,
-            copy: trivial ? nil : memoryCacheCopyValue,
+            copy: trivial ? nil : (directCopy ?? memoryCacheCopyValue),
             destroy: trivial ? nil : memoryCacheDestroyValue,
             ctx: Unmanaged.passUnretained(self).toOpaque())
     }
