@@ -348,6 +348,8 @@ static const struct {
     {"c-memcache-sieve", "C yyc_memcache .sieve", MEM_OWNED, 1},
     {"c-memcache-s3fifo", "C yyc_memcache .s3fifo", MEM_OWNED, 2},
     {"c-memcache-tinylfu", "C yyc_memcache .tinyLFU", MEM_OWNED, 3},
+    {"c-memcache-sieve-inline", "C yyc_memcache .sieve (inline)", MEM_INLINE, 1},
+    {"c-memcache-tinylfu-inline", "C yyc_memcache .tinyLFU (inline)", MEM_INLINE, 3},
 };
 #define N_MEM_SYSTEMS (sizeof mem_systems / sizeof *mem_systems)
 
