@@ -77,7 +77,8 @@ YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 
 /* Reads a value and refreshes its access time. The read writes nothing: the access time is
  * noted in memory and written later, in the background (at most 4,096 a second), before any
- * trim that decides by access time, and at close; while 8,192 keys' times wait, a read of
+ * trim that decides by access time (a trim decides by the times noted before it started; reads
+ * made while it runs are written after it), and at close; while 8,192 keys' times wait, a read of
  * another key keeps its older one. Consecutive reads share one read transaction (at most 256
  * reads or 5 ms, ended as soon as another connection commits): a read never returns a value
  * older than a set that returned, in this process or another.

@@ -56,17 +56,23 @@ static int trim_in_batches_locked(yyc_diskcache *dc, yyc__kv_trim kind, int64_t 
     yyc_removal_cause cause =
         kind == YYC__KV_TRIM_EARLIER ? YYC_REMOVED_EXPIRED : YYC_REMOVED_EVICTED;
     int64_t removed = 0;
+    /* The trim orders entries by their last access as of its start: the access times noted
+     * before it are written first, a chunk per transaction with the lock handed over between
+     * two, so that no caller waits behind all of them at once. The reads made while it runs are
+     * written after it (by the worker, as always): writing them before every batch let a steady
+     * stream of reads starve the trim (1,000 evictions at 100,000 entries took 40 s instead of
+     * 0.1 s beside one thread reading in a loop). */
+    size_t noted = yyc__kv_access_times_pending(dc->kv);
     for (;;) {
         bool more = false;
         int64_t n = 0;
-        /* The access times noted so far first (also those of the reads made since the last
-         * batch), a chunk per transaction with the lock handed over between two, so that no
-         * caller waits behind all of them at once. */
-        size_t noted = yyc__kv_access_times_pending(dc->kv);
         for (size_t written = 0; noted > 0;) {
             yyc__kv_write_access_times(dc->kv, ACCESS_WRITE_CHUNK);
             written += ACCESS_WRITE_CHUNK;
-            if (written >= noted || yyc__kv_access_times_pending(dc->kv) == 0) break;
+            if (written >= noted || yyc__kv_access_times_pending(dc->kv) == 0) {
+                noted = 0;
+                break;
+            }
             yyc__dc_unwatch_locked(dc, cause);
             hand_over_locked(dc);
             if (dc->closed)
