@@ -76,7 +76,8 @@ YYC_API size_t yyc_diskcache_inline_threshold(yyc_diskcache *dc);
 YYC_API bool yyc_diskcache_contains(yyc_diskcache *dc, const char *key);
 
 /* Reads a value and refreshes its access time. The read writes nothing: the access time is
- * noted in memory and written later, in the background (at most 4,096 a second), before any
+ * noted in memory and written later, in the background (at most 4,096 a second, and not while
+ * a call waits for the cache's lock), before any
  * trim that decides by access time (a trim decides by the times noted before it started; reads
  * made while it runs are written after it), and at close; while 8,192 keys' times wait, a read of
  * another key keeps its older one. Consecutive reads share one read transaction (at most 256
