@@ -77,6 +77,16 @@ static void between_batches(void *ctx) {
     if (!p->joined) pthread_detach(t);
 }
 
+/* Checks that dc holds `expected` entries, then releases it and removes its folder. */
+static void release_holding(yyc_diskcache *dc, char *dir, int64_t expected) {
+    int64_t count = -1;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_int_equal(count, expected);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 typedef enum { BY_COUNT, BY_COST, BY_AGE } trim_by;
 
 static void run_trim(trim_by by) {
@@ -315,12 +325,7 @@ static void a_long_trim_truncates_the_wal_on_the_checkpoint_queue(void **state) 
     yyc__worker_wait_idle(YYC__QUEUE_CHECKPOINT);
     assert_int_equal(stat(wal, &st), 0);
     assert_int_equal(st.st_size, 0);
-    int64_t count = -1;
-    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
-    assert_int_equal(count, KEEP);
-    yyc_diskcache_release(dc);
-    test_rm_rf(dir);
-    free(dir);
+    release_holding(dc, dir, KEEP);
 }
 
 /* The copy of the WAL's last pages that a commit makes when the last background checkpoint
@@ -438,12 +443,7 @@ static int handovers_of_a_trim(bool read) {
     yyc__diskcache_set_trim_batch_hook(dc, read_survivors, &p);
     assert_int_equal(yyc_diskcache_trim_to_count(dc, READ_KEEP), YYC_OK);
     yyc__diskcache_set_trim_batch_hook(dc, NULL, NULL);
-    int64_t count = -1;
-    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
-    assert_int_equal(count, READ_KEEP);
-    yyc_diskcache_release(dc);
-    test_rm_rf(dir);
-    free(dir);
+    release_holding(dc, dir, READ_KEEP);
     return p.handovers;
 }
 
