@@ -333,11 +333,18 @@ void yyc__mc_remove_all_because(yyc_memcache *c, yyc_removal_cause cause);
 
 /* --- expiry (memory_cache_expiry.c) --- */
 
-/* Whether n (found under the lock) has a time to live that has passed. */
-static inline bool yyc__mc_expired_locked(yyc_memcache *c, const yyc__lru_node *n) {
+/* Whether n has a time to live that has passed. Under the lock, or inside a shared read
+ * (yyc__mc_shared_get: no holder of the lock changes the map or the deadlines meanwhile). */
+static inline bool yyc__mc_expired(yyc_memcache *c, const yyc__lru_node *n) {
     double deadline;
     return c->expiry.live && yyc__expiry_deadline(&c->expiry, n, &deadline) &&
            yyc__mc_ttl_now() >= deadline;
+}
+
+/* yyc__mc_expired for n found under the lock. */
+static inline bool yyc__mc_expired_locked(yyc_memcache *c, const yyc__lru_node *n) {
+    yyc__assert_held(&c->lock);
+    return yyc__mc_expired(c, n);
 }
 
 /* Whether n has a deadline at or before now (under lock). */

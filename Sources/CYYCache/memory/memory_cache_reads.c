@@ -217,7 +217,7 @@ int yyc__mc_shared_get(yyc_memcache *c, const void *key, size_t key_len, void *o
         if (leave_counting(c, s, YYC__MC_MISS, 40) && yyc__mc_try_lock(c)) yyc__mc_unlock(c);
         return YYC_NOTFOUND;
     }
-    if (__builtin_expect(c->expiry.live != 0, 0) && yyc__mc_expired_locked(c, n)) {
+    if (__builtin_expect(c->expiry.live != 0, 0) && yyc__mc_expired(c, n)) {
         /* The locked path removes it and counts the miss. */
         atomic_fetch_sub_explicit(&s->state, 1, memory_order_release);
         return YYC__MC_USE_LOCK;

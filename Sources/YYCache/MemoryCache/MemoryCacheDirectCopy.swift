@@ -21,8 +21,8 @@ func memoryCacheDirectCopy<Value>(for _: Value.Type) -> MemoryCacheCopyFunction?
     return nil
 }
 
-// The direct copy callbacks: under the C cache's mutex, they only retain what the value holds.
-// The C core never passes NULL.
+// The direct copy callbacks: they only retain what the value holds (atomically: under SIEVE,
+// S3-FIFO and TinyLFU the C core may copy on several threads at once). It never passes NULL.
 
 @inline(__always)
 private func copyValue<T>(of _: T.Type, to dst: UnsafeMutableRawPointer?, from src: UnsafeRawPointer?) {
