@@ -569,6 +569,30 @@ static void async_release_runs_off_the_calling_thread(void **state) {
     free_and_check_no_leak(c, &t);
 }
 
+/* Async releases are gathered: the job runs a moment after the first removal it serves
+ * (memory_cache_internal.h's YYC__MC_RELEASE_DELAY, 1 ms), so that a stream of replacing sets
+ * wakes the worker once per batch, not once per set. */
+static _Atomic double released_at;
+static void stamp_release(void *ctx, void *value) {
+    (void)ctx;
+    (void)value;
+    atomic_store(&released_at, yyc__monotonic_now());
+}
+
+static void async_releases_wait_a_moment_to_gather_a_batch(void **state) {
+    (void)state;
+    static const yyc_value_callbacks cb = {NULL, stamp_release, NULL};
+    yyc_memcache *c;
+    assert_int_equal(yyc_memcache_new(&cb, &c), YYC_OK);
+    yyc_memcache_set(c, "k", 1, (void *)1, 0);
+    atomic_store(&released_at, 0.0);
+    double replaced_at = yyc__monotonic_now();
+    yyc_memcache_set(c, "k", 1, (void *)2, 0); /* the old value goes to the worker */
+    assert_true(WAIT_UNTIL(atomic_load(&released_at) != 0, WAIT_SECONDS));
+    assert_true(atomic_load(&released_at) - replaced_at >= 0.001);
+    yyc_memcache_free(c);
+}
+
 static void sync_release_happens_before_the_call_returns(void **state) {
     (void)state;
     tracker t;
@@ -909,6 +933,7 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(every_value_released_once_after_trims),
     cmocka_unit_test(free_releases_every_value_before_returning),
     cmocka_unit_test(async_release_runs_off_the_calling_thread),
+    cmocka_unit_test(async_releases_wait_a_moment_to_gather_a_batch),
     cmocka_unit_test(sync_release_happens_before_the_call_returns),
     cmocka_unit_test(get_transfers_a_reference_to_the_caller),
     cmocka_unit_test(release_callback_can_reenter_the_cache),

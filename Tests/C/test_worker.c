@@ -291,6 +291,106 @@ static void drain_from_the_worker_thread_runs_jobs_inline(void **state) {
 }
 
 static atomic_int fired;
+/* --- delayed jobs --- */
+
+typedef struct stamp {
+    _Atomic double at; /* when the job ran (monotonic seconds), 0 before */
+    atomic_bool on_worker;
+} stamp;
+
+static void stamp_job(void *arg) {
+    stamp *s = arg;
+    atomic_store(&s->on_worker, yyc__worker_is_current());
+    atomic_store(&s->at, yyc__monotonic_now());
+}
+
+static void a_delayed_job_runs_on_the_worker_once_its_delay_has_passed(void **state) {
+    (void)state;
+    static int owner;
+    stamp s = {0};
+    double t0 = yyc__monotonic_now();
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
+                     YYC_OK);
+    assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30));
+    assert_true(atomic_load(&s.at) - t0 >= 0.05);
+    assert_true(atomic_load(&s.on_worker));
+}
+
+static void a_job_queued_after_a_delayed_one_does_not_wait_for_it(void **state) {
+    (void)state;
+    static int owner;
+    stamp late = {0}, now = {0};
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &late, 3600),
+                     YYC_OK);
+    assert_int_equal(yyc__worker_async(YYC__QUEUE_MEMORY, &owner, stamp_job, &now), YYC_OK);
+    assert_true(WAIT_UNTIL(atomic_load(&now.at) != 0, 30));
+    assert_true(atomic_load(&late.at) == 0);
+    yyc__worker_drain(&owner); /* runs the delayed job here, at once */
+    assert_true(atomic_load(&late.at) != 0);
+    assert_false(atomic_load(&late.on_worker));
+}
+
+static void drain_runs_only_its_owners_delayed_jobs(void **state) {
+    (void)state;
+    static int mine, other;
+    stamp m = {0}, o = {0};
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &other, stamp_job, &o, 3600),
+                     YYC_OK);
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &mine, stamp_job, &m, 3600),
+                     YYC_OK);
+    yyc__worker_drain(&mine);
+    assert_true(atomic_load(&m.at) != 0);
+    assert_true(atomic_load(&o.at) == 0);
+    yyc__worker_drain(&other);
+    assert_true(atomic_load(&o.at) != 0);
+}
+
+static void wait_idle_waits_for_delayed_jobs(void **state) {
+    (void)state;
+    static int owner;
+    stamp s = {0};
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
+                     YYC_OK);
+    yyc__worker_wait_idle(YYC__QUEUE_MEMORY);
+    assert_true(atomic_load(&s.at) != 0);
+    assert_true(atomic_load(&s.on_worker));
+}
+
+/* The thread sleeps until its next timer; a delayed job due before that wakes it. */
+static void a_delayed_job_due_before_the_next_timer_wakes_the_thread(void **state) {
+    (void)state;
+    static int owner;
+    yyc__timer *t;
+    assert_int_equal(yyc__timer_new(YYC__QUEUE_MEMORY, stamp_job, NULL, 3600, &t), YYC_OK);
+    usleep(20000); /* the thread now sleeps until the hour is over */
+    stamp s = {0};
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.01),
+                     YYC_OK);
+    assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30));
+    assert_true(atomic_load(&s.on_worker));
+    yyc__timer_free(t);
+}
+
+static void a_fork_child_never_runs_its_parents_delayed_jobs(void **state) {
+    (void)state;
+    static int owner;
+    stamp s = {0};
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
+                     YYC_OK);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        usleep(200000);
+        yyc__worker_wait_idle(YYC__QUEUE_MEMORY); /* nothing of the parent's to wait for */
+        yyc__worker_drain(&owner);                /* nor to run */
+        _exit(atomic_load(&s.at) == 0 ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30)); /* the parent's runs in the parent */
+}
+
 static void tick(void *arg) {
     (void)arg;
     atomic_fetch_add(&fired, 1);
@@ -390,6 +490,12 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(memory_release_completes_while_an_orphan_sweep_waits_for_another_process),
     cmocka_unit_test(jobs_run_in_fifo_order),
     cmocka_unit_test(drain_from_the_worker_thread_runs_jobs_inline),
+    cmocka_unit_test(a_delayed_job_runs_on_the_worker_once_its_delay_has_passed),
+    cmocka_unit_test(a_job_queued_after_a_delayed_one_does_not_wait_for_it),
+    cmocka_unit_test(drain_runs_only_its_owners_delayed_jobs),
+    cmocka_unit_test(wait_idle_waits_for_delayed_jobs),
+    cmocka_unit_test(a_delayed_job_due_before_the_next_timer_wakes_the_thread),
+    cmocka_unit_test(a_fork_child_never_runs_its_parents_delayed_jobs),
     cmocka_unit_test(timer_fires_repeatedly_and_stops_when_freed),
     cmocka_unit_test(paused_timer_never_fires),
     cmocka_unit_test(timer_may_free_itself_from_its_callback),

@@ -342,9 +342,11 @@ YYC_API double yyc_memcache_auto_trim_interval(yyc_memcache *c);
 
 /* Release policy. true (default): removed, replaced, evicted and trimmed values are released
  * on the library's background worker thread for memory caches (which never waits for disk
- * work, see yycache.h). false: they are released on the calling thread
- * before the call returns (after the mutex is unlocked). Values evicted by a background trim
- * are always released on the worker thread. */
+ * work, see yycache.h), in batches: about a millisecond after the first of a batch was
+ * removed, so that a stream of writes wakes that thread about once a millisecond rather than
+ * once per write (yyc_memcache_free releases what is still waiting before it returns). false: they
+ * are released on the calling thread before the call returns (after the mutex is unlocked). Values
+ * evicted by a background trim are always released on the worker thread. */
 YYC_API void yyc_memcache_set_release_asynchronously(yyc_memcache *c, bool async);
 YYC_API bool yyc_memcache_release_asynchronously(yyc_memcache *c);
 

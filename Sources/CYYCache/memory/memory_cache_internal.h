@@ -56,6 +56,10 @@
 #include <string.h>
 #include <time.h>
 
+/* Seconds a release job waits before it runs, gathering what is removed meanwhile (see
+ * yyc__mc_schedule_release). */
+#define YYC__MC_RELEASE_DELAY 0.001
+
 /* Stripes of the write generations (a power of two). */
 #define YYC__GENERATION_STRIPES 256u
 

@@ -126,6 +126,13 @@ typedef enum yyc__queue {
  * inline). Thread-safe. */
 int yyc__worker_async(yyc__queue queue, const void *owner, yyc__job_fn fn, void *arg);
 
+/* yyc__worker_async, but the job joins the queue only `delay` seconds from now, so that what
+ * happens meanwhile is done by that one job (the caller coalesces: at most one such job per
+ * owner and purpose). Thread-safe. Drains run a delayed job at once; yyc__worker_wait_idle waits
+ * for it. */
+int yyc__worker_async_after(yyc__queue queue, const void *owner, yyc__job_fn fn, void *arg,
+                            double delay);
+
 /* Returns once no job of owner is queued or running, on either queue. It waits only for
  * owner's jobs: owner's queued jobs are taken out of their queue and run on the calling thread;
  * a job of owner already running on a worker thread is waited for (unless the caller is that
@@ -134,7 +141,8 @@ int yyc__worker_async(yyc__queue queue, const void *owner, yyc__job_fn fn, void 
 void yyc__worker_drain(const void *owner);
 
 #ifdef YYC_TESTING
-/* Testing: waits until the queue has run every job queued so far, whatever its owner, and no
+/* Testing: waits until the queue has run every job queued so far (delayed ones too, when they
+ * come due), whatever its owner, and no
  * job or timer callback runs (jobs queued meanwhile are waited for too; a timer that fires
  * later is not). Not from that queue's own thread. */
 void yyc__worker_wait_idle(yyc__queue queue);

@@ -27,6 +27,10 @@
  * Nothing here holds a queue's lock while a job or a timer callback runs, so jobs may queue more
  * jobs, create or free timers, and drain.
  *
+ * A job may be queued with a delay (yyc__worker_async_after): it waits in the queue's `later`
+ * list until it is due, then joins the FIFO's tail. Many events that each want the same short job
+ * (the memory caches' releases) so cost one wake-up of the thread per delay instead of one each.
+ *
  * A drain waits only for its owner: the owner's queued jobs are taken out of the queue and run
  * on the draining thread, and only a job of the owner already running on a queue's thread is
  * waited for. So freeing one cache never waits behind another cache's jobs.
@@ -41,6 +45,10 @@
  *
  * Invariants (each queue's fields under its lock):
  *   - `head`..`tail` is the FIFO of queued jobs (tail->next == NULL; both NULL when empty).
+ *   - `later` lists the delayed jobs not due yet (unordered; each has its `due` time); the thread
+ *     moves a job from `later` to the FIFO once the monotonic clock reaches its due time.
+ *   - `sleep_until` is the time the thread's current wait ends (INFINITY: until signalled), or
+ *     -INFINITY while it is not waiting: a job due before it must signal `wake`.
  *   - `running_owner` is the owner of the job running on the queue's thread, valid while
  *     `job_running`.
  *   - `timers` lists every live timer of the queue; a timer being fired has `firing` set, and is
@@ -59,6 +67,7 @@
 
 typedef struct job {
     struct job *next;
+    double due; /* delayed jobs: when it joins the FIFO (monotonic seconds) */
     const void *owner;
     yyc__job_fn fn;
     void *arg;
@@ -82,6 +91,8 @@ struct queue {
     pthread_cond_t wake; /* CLOCK_MONOTONIC: work queued or timers changed */
     pthread_cond_t done; /* a job or a timer callback finished */
     job *head, *tail;
+    job *later;         /* delayed jobs not due yet */
+    double sleep_until; /* the end of the thread's current wait; -INFINITY: not waiting */
     yyc__timer *timers;
     bool job_running;
     bool timer_firing; /* a timer's fire() runs on the queue's thread */
@@ -130,6 +141,7 @@ static void init_conds(queue *q) {
     pthread_cond_init(&q->wake, &attr);
     pthread_condattr_destroy(&attr);
     pthread_cond_init(&q->done, NULL);
+    q->sleep_until = -INFINITY;
 }
 
 /* Before fork(): no queue lock may be held by another thread at the fork. Always in queue
@@ -153,6 +165,12 @@ static void fork_child(void) {
             q->parent_jobs = q->head;
         }
         q->head = q->tail = NULL;
+        while (q->later) {
+            job *j = q->later;
+            q->later = j->next;
+            j->next = q->parent_jobs;
+            q->parent_jobs = j;
+        }
         for (yyc__timer *t = q->timers; t;) {
             yyc__timer *next = t->next;
             t->next = q->parent_timers;
@@ -203,11 +221,36 @@ static void wait_until_locked(queue *q, double deadline) {
     pthread_cond_timedwait(&q->wake, &q->lock, &ts);
 }
 
+static void append_locked(queue *q, job *j) {
+    j->next = NULL;
+    if (q->tail) q->tail->next = j;
+    else q->head = j;
+    q->tail = j;
+}
+
+/* Moves the delayed jobs due by now to the FIFO. Returns the earliest due time of those left
+ * (INFINITY: none). */
+static double move_due_jobs_locked(queue *q, double now) {
+    double earliest = INFINITY;
+    for (job **p = &q->later; *p;) {
+        job *j = *p;
+        if (j->due <= now) {
+            *p = j->next;
+            append_locked(q, j);
+        } else {
+            if (j->due < earliest) earliest = j->due;
+            p = &j->next;
+        }
+    }
+    return earliest;
+}
+
 static void *worker_main(void *arg) {
     queue *q = arg;
     current_queue = q;
     lock(q);
     for (;;) {
+        double next_due = q->later ? move_due_jobs_locked(q, yyc__monotonic_now()) : INFINITY;
         job *j = q->head;
         if (j) {
             q->head = j->next;
@@ -237,8 +280,11 @@ static void *worker_main(void *arg) {
             pthread_cond_broadcast(&q->done);
             continue;
         }
-        if (t && isfinite(t->deadline)) wait_until_locked(q, t->deadline);
+        double until = t && t->deadline < next_due ? t->deadline : next_due;
+        q->sleep_until = until;
+        if (isfinite(until)) wait_until_locked(q, until);
         else pthread_cond_wait(&q->wake, &q->lock);
+        q->sleep_until = -INFINITY;
     }
     return NULL;
 }
@@ -276,16 +322,44 @@ int yyc__worker_async(yyc__queue which, const void *owner, yyc__job_fn fn, void 
         free(j);
         return YYC_ENOMEM;
     }
-    if (q->tail) q->tail->next = j;
-    else q->head = j;
-    q->tail = j;
+    append_locked(q, j);
     pthread_cond_signal(&q->wake);
     unlock(q);
     return YYC_OK;
 }
 
-/* Takes owner's queued jobs out of q, in order. */
+int yyc__worker_async_after(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg,
+                            double delay) {
+    queue *q = queue_of(which);
+    job *j = malloc(sizeof *j);
+    if (!j) return YYC_ENOMEM;
+    *j = (job){.owner = owner, .fn = fn, .arg = arg, .due = yyc__monotonic_now() + delay};
+    lock(q);
+    if (!ensure_started_locked(q)) {
+        unlock(q);
+        free(j);
+        return YYC_ENOMEM;
+    }
+    j->next = q->later;
+    q->later = j;
+    /* A thread that wakes before the job is due finds it then; only an earlier one is woken. */
+    if (j->due < q->sleep_until) pthread_cond_signal(&q->wake);
+    unlock(q);
+    return YYC_OK;
+}
+
+/* Takes owner's queued jobs out of q, in order, then its delayed ones (run now: a drain does not
+ * wait for their delay). */
 static job *take_jobs_locked(queue *q, const void *owner) {
+    for (job **p = &q->later; *p;) {
+        job *j = *p;
+        if (j->owner == owner) {
+            *p = j->next;
+            append_locked(q, j);
+        } else {
+            p = &j->next;
+        }
+    }
     job *mine = NULL, **mine_tail = &mine;
     job *prev = NULL;
     for (job *j = q->head; j;) {
@@ -338,7 +412,8 @@ void yyc__worker_wait_idle(yyc__queue which) {
     queue *q = queue_of(which);
     assert(current_queue != q); /* its own job would wait for itself */
     lock(q);
-    while (q->head || q->job_running || q->timer_firing) pthread_cond_wait(&q->done, &q->lock);
+    while (q->head || q->later || q->job_running || q->timer_firing)
+        pthread_cond_wait(&q->done, &q->lock);
     unlock(q);
 }
 #endif

@@ -144,6 +144,8 @@ extension MemoryCache where Value: Sendable {
     /// Whether removed, replaced, evicted and trimmed values are released on the library's
     /// background worker thread (`true`, the default) or on the calling thread before the call
     /// returns (`false`). Values evicted by a background trim are always released on the worker.
+    /// The worker releases in batches, about a millisecond after the first value of a batch was
+    /// removed, so that a stream of writes wakes it about once a millisecond, not once per write.
     ///
     /// Only where `Value: Sendable`: a cache of other values releases them on its callers'
     /// threads only (see "Values that are not `Sendable`" on ``MemoryCache``). A cache created
