@@ -14,8 +14,8 @@ static int commit_write(yyc_diskcache *dc, write_req *req);
 
 /* Group commit. A set pushes its request onto `incoming` (no lock) and takes the committer's
  * baton if no other set holds it. The committer takes the core's lock, takes every request
- * pushed so far, commits them in one transaction (yyc__kv_save_each: each in its own
- * savepoint, so each succeeds or fails by itself), marks them done, and gives the baton back.
+ * pushed so far, commits them in one transaction (yyc__kv_save_each: each succeeds or fails by
+ * itself), marks them done, and gives the baton back.
  * The sets that found the baton taken wait (spinning a moment, then asleep on commit_done)
  * until their request is done, or until the baton is free again, and then take it: so the sets
  * that arrive during a commit join the next one instead of each waiting for one of its own.
@@ -83,7 +83,7 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
         if (dc->closed) {
             for (size_t i = 0; i < n; i++) {
                 reqs[i]->w.status = yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
-                yyc_last_error(&reqs[i]->w.error);
+                yyc_last_error(reqs[i]->w.error);
             }
             for (size_t i = 0; i < n; i++)
                 atomic_store_explicit(&reqs[i]->done, true, memory_order_release);
@@ -209,7 +209,7 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
         await_commit(dc, req);
         waited = true;
     }
-    if (req->w.status != YYC_OK) yyc__error_restore(&req->w.error);
+    if (req->w.status != YYC_OK) yyc__error_restore(&req->error);
     return req->w.status;
 }
 
@@ -271,6 +271,7 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
         return rc;
     }
     write_req req = {.w = {.key = key,
+                           .error = &req.error,
                            .value = value,
                            .len = len,
                            .filename = filename,
@@ -335,9 +336,16 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
 #define DEFERRED_MAX_WRITES 10000
 #define DEFERRED_MAX_BYTES ((size_t)64 << 20)
 
+/* A queued write on its way into the batch, with its sort key: the key's first 8 bytes as a
+ * big-endian number (zero after the key's end), so that most comparisons read no key. */
+typedef struct batch_item {
+    uint64_t prefix;
+    yyc__kv_write *w;
+} batch_item;
+
 typedef struct batch_builder {
     yyc__kv_write *writes;
-    yyc__kv_write **ptrs;
+    batch_item *items;
     size_t n;
 } batch_builder;
 
@@ -352,13 +360,20 @@ static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
                          .extended = e->extended,
                          .extended_len = e->extended_len,
                          .expiry_ms = e->expiry_ms};
-    b->ptrs[b->n++] = w;
+    uint64_t prefix = 0;
+    for (size_t i = 0, more = 1; i < 8; i++) {
+        more = more && e->key[i];
+        prefix = prefix << 8 | (more ? (unsigned char)e->key[i] : 0);
+    }
+    b->items[b->n++] = (batch_item){prefix, w};
 }
 
-/* qsort order of a batch: by key, in the manifest's own order (BINARY collation: the bytes, as
- * strcmp compares them). */
-static int by_key(const void *a, const void *b) {
-    return strcmp((*(yyc__kv_write *const *)a)->key, (*(yyc__kv_write *const *)b)->key);
+/* qsort order of a batch: by key, in the manifest's own order (BINARY collation: the bytes as
+ * unsigned numbers, as strcmp and the big-endian prefix compare them). */
+static int by_key(const void *pa, const void *pb) {
+    const batch_item *a = pa, *b = pb;
+    if (a->prefix != b->prefix) return a->prefix < b->prefix ? -1 : 1;
+    return strcmp(a->w->key, b->w->key);
 }
 
 /* Caller holds the lock (no removal watch on). Commits the queue in one transaction
@@ -379,23 +394,26 @@ int yyc__dc_deferred_commit_locked(yyc_diskcache *dc) {
     if (dc->queue.count == 0) return YYC_OK;
     if (!dc->kv) return yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
     batch_builder b = {.writes = malloc(dc->queue.count * sizeof *b.writes),
-                       .ptrs = malloc(dc->queue.count * sizeof *b.ptrs)};
+                       .items = malloc(dc->queue.count * sizeof *b.items)};
+    yyc__kv_write **ptrs = malloc(dc->queue.count * sizeof *ptrs);
     int rc;
-    if (!b.writes || !b.ptrs) {
+    if (!b.writes || !b.items || !ptrs) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
     } else {
         yyc__deferred_each(&dc->queue, add_to_batch, &b);
         assert(b.n == dc->queue.count);
-        qsort(b.ptrs, b.n, sizeof *b.ptrs, by_key);
+        qsort(b.items, b.n, sizeof *b.items, by_key);
+        for (size_t i = 0; i < b.n; i++) ptrs[i] = b.items[i].w;
         yyc__dc_watch_locked(dc);
-        rc = yyc__kv_apply_batch(dc->kv, b.ptrs, b.n);
+        rc = yyc__kv_apply_batch(dc->kv, ptrs, b.n);
         yyc__dc_unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
         for (size_t i = 0; rc == YYC_OK && i < b.n; i++)
             if (!b.writes[i].remove && b.writes[i].replaced)
                 yyc__dc_note_replaced_locked(dc, b.writes[i].key);
     }
     free(b.writes);
-    free(b.ptrs);
+    free(b.items);
+    free(ptrs);
     if (rc == YYC_OK) yyc__deferred_clear(&dc->queue);
     return rc;
 }
@@ -414,7 +432,7 @@ int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
     if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
     w->status = rc;
-    if (rc != YYC_OK) yyc_last_error(&w->error);
+    if (rc != YYC_OK && w->error) yyc_last_error(w->error);
     return rc;
 }
 
