@@ -336,10 +336,11 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
 #define DEFERRED_MAX_WRITES 10000
 #define DEFERRED_MAX_BYTES ((size_t)64 << 20)
 
-/* A queued write on its way into the batch, with its sort key: the key's first 8 bytes as a
- * big-endian number (zero after the key's end), so that most comparisons read no key. */
+/* A queued write on its way into the batch, with its sort key: the key's first 16 bytes as a
+ * big-endian number (hi, lo; zero after the key's end), so that the sort reads no key but for
+ * ties. */
 typedef struct batch_item {
-    uint64_t prefix;
+    uint64_t hi, lo;
     yyc__kv_write *w;
 } batch_item;
 
@@ -360,20 +361,66 @@ static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
                          .extended = e->extended,
                          .extended_len = e->extended_len,
                          .expiry_ms = e->expiry_ms};
-    uint64_t prefix = 0;
-    for (size_t i = 0, more = 1; i < 8; i++) {
-        more = more && e->key[i];
-        prefix = prefix << 8 | (more ? (unsigned char)e->key[i] : 0);
-    }
-    b->items[b->n++] = (batch_item){prefix, w};
+    unsigned char head[16] = {0};
+    memcpy(head, e->key, strnlen(e->key, sizeof head)); /* (never past the key's NUL) */
+    uint64_t hi, lo;
+    memcpy(&hi, head, 8);
+    memcpy(&lo, head + 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    hi = __builtin_bswap64(hi);
+    lo = __builtin_bswap64(lo);
+#endif
+    b->items[b->n++] = (batch_item){hi, lo, w};
 }
 
-/* qsort order of a batch: by key, in the manifest's own order (BINARY collation: the bytes as
- * unsigned numbers, as strcmp and the big-endian prefix compare them). */
+/* Byte k (0: the last) of an item's 16-byte sort key. */
+static inline unsigned key_byte(const batch_item *it, int k) {
+    return (unsigned)((k < 8 ? it->lo >> (8 * k) : it->hi >> (8 * (k - 8))) & 0xff);
+}
+
+/* qsort order of items: by prefix, then by key (strcmp: bytes as unsigned). */
 static int by_key(const void *pa, const void *pb) {
     const batch_item *a = pa, *b = pb;
-    if (a->prefix != b->prefix) return a->prefix < b->prefix ? -1 : 1;
+    if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
+    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
     return strcmp(a->w->key, b->w->key);
+}
+
+/* Sorts items[0..n) by key, in the manifest's own order (BINARY collation: the bytes as unsigned
+ * numbers, as strcmp and the big-endian prefixes compare them): a radix sort of the prefixes
+ * (least significant byte first, skipping the bytes all keys share), then each run of equal
+ * prefixes by strcmp; linear but for the ties. tmp has room for n items. (Without memory for
+ * the counts: qsort.) */
+static void sort_batch(batch_item *items, batch_item *tmp, size_t n) {
+    size_t(*count)[256] = calloc(16, sizeof *count);
+    if (!count) {
+        qsort(items, n, sizeof *items, by_key);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 16; k++) count[k][key_byte(&items[i], k)]++;
+    batch_item *from = items, *to = tmp;
+    for (int k = 0; k < 16; k++) {
+        if (count[k][key_byte(&items[0], k)] == n) continue; /* every key has that byte */
+        size_t at = 0;
+        for (unsigned v = 0; v < 256; v++) {
+            size_t c = count[k][v];
+            count[k][v] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++) to[count[k][key_byte(&from[i], k)]++] = from[i];
+        batch_item *t = from;
+        from = to;
+        to = t;
+    }
+    free(count);
+    if (from != items) memcpy(items, from, n * sizeof *items);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && items[j].hi == items[i].hi && items[j].lo == items[i].lo) j++;
+        if (j - i > 1) qsort(&items[i], j - i, sizeof *items, by_key);
+        i = j;
+    }
 }
 
 /* Caller holds the lock (no removal watch on). Commits the queue in one transaction
@@ -393,16 +440,17 @@ int yyc__dc_deferred_commit_locked(yyc_diskcache *dc) {
 #endif
     if (dc->queue.count == 0) return YYC_OK;
     if (!dc->kv) return yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
-    batch_builder b = {.writes = malloc(dc->queue.count * sizeof *b.writes),
-                       .items = malloc(dc->queue.count * sizeof *b.items)};
-    yyc__kv_write **ptrs = malloc(dc->queue.count * sizeof *ptrs);
+    size_t n = dc->queue.count;
+    batch_builder b = {.writes = malloc(n * sizeof *b.writes),
+                       .items = malloc(2 * n * sizeof *b.items)}; /* (and the sort's room) */
+    yyc__kv_write **ptrs = malloc(n * sizeof *ptrs);
     int rc;
     if (!b.writes || !b.items || !ptrs) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
     } else {
         yyc__deferred_each(&dc->queue, add_to_batch, &b);
         assert(b.n == dc->queue.count);
-        qsort(b.items, b.n, sizeof *b.items, by_key);
+        sort_batch(b.items, b.items + n, n);
         for (size_t i = 0; i < b.n; i++) ptrs[i] = b.items[i].w;
         yyc__dc_watch_locked(dc);
         rc = yyc__kv_apply_batch(dc->kv, ptrs, b.n);
