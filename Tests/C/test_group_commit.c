@@ -204,6 +204,14 @@ static void gated_run(const char *dir, int poison_mode, int poison_index) {
     if (transactions > 2)
         fail_msg("%d writes that waited together took %ld transactions: no commit was shared",
                  WRITERS + 1, transactions);
+    /* The totals the core carries (O(1), kv_totals.c) count exactly the committed rows: not the
+     * rolled-back transaction's, not the failed write's. */
+    int64_t count = -1, cost = -1, scan_count = -2, scan_cost = -2;
+    assert_int_equal(yyc_diskcache_total_count(dc, &count), YYC_OK);
+    assert_int_equal(yyc_diskcache_total_cost(dc, &cost), YYC_OK);
+    tk_scan_totals(dir, &scan_count, &scan_cost);
+    assert_int_equal(count, scan_count);
+    assert_int_equal(cost, scan_cost);
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i <= WRITERS; i++) {
             writer *w = &ws[i];

@@ -338,29 +338,21 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
 
 /* A queued write on its way into the batch, with its sort key: the key's first 16 bytes as a
  * big-endian number (hi, lo; zero after the key's end), so that the sort reads no key but for
- * ties. */
+ * ties. The batch's writes are built once the items are sorted, in key order: the commit then
+ * reads them front to back (built in the queue's hash order and visited in key order, each was
+ * a cache miss). */
 typedef struct batch_item {
     uint64_t hi, lo;
-    yyc__kv_write *w;
+    const yyc__deferred_entry *e;
 } batch_item;
 
 typedef struct batch_builder {
-    yyc__kv_write *writes;
     batch_item *items;
     size_t n;
 } batch_builder;
 
 static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
     batch_builder *b = ctx;
-    yyc__kv_write *w = &b->writes[b->n];
-    *w = (yyc__kv_write){.key = e->key,
-                         .remove = e->remove,
-                         .value = e->value,
-                         .len = e->len,
-                         .filename = e->filename,
-                         .extended = e->extended,
-                         .extended_len = e->extended_len,
-                         .expiry_ms = e->expiry_ms};
     unsigned char head[16] = {0};
     memcpy(head, e->key, strnlen(e->key, sizeof head)); /* (never past the key's NUL) */
     uint64_t hi, lo;
@@ -370,7 +362,7 @@ static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
     hi = __builtin_bswap64(hi);
     lo = __builtin_bswap64(lo);
 #endif
-    b->items[b->n++] = (batch_item){hi, lo, w};
+    b->items[b->n++] = (batch_item){hi, lo, e};
 }
 
 /* Byte k (0: the last) of an item's 16-byte sort key. */
@@ -383,7 +375,7 @@ static int by_key(const void *pa, const void *pb) {
     const batch_item *a = pa, *b = pb;
     if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
     if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
-    return strcmp(a->w->key, b->w->key);
+    return strcmp(a->e->key, b->e->key);
 }
 
 /* Sorts items[0..n) by key, in the manifest's own order (BINARY collation: the bytes as unsigned
@@ -441,25 +433,36 @@ int yyc__dc_deferred_commit_locked(yyc_diskcache *dc) {
     if (dc->queue.count == 0) return YYC_OK;
     if (!dc->kv) return yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
     size_t n = dc->queue.count;
-    batch_builder b = {.writes = malloc(n * sizeof *b.writes),
-                       .items = malloc(2 * n * sizeof *b.items)}; /* (and the sort's room) */
+    yyc__kv_write *writes = malloc(n * sizeof *writes);
+    batch_builder b = {.items = malloc(2 * n * sizeof *b.items)}; /* (and the sort's room) */
     yyc__kv_write **ptrs = malloc(n * sizeof *ptrs);
     int rc;
-    if (!b.writes || !b.items || !ptrs) {
+    if (!writes || !b.items || !ptrs) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
     } else {
         yyc__deferred_each(&dc->queue, add_to_batch, &b);
         assert(b.n == dc->queue.count);
         sort_batch(b.items, b.items + n, n);
-        for (size_t i = 0; i < b.n; i++) ptrs[i] = b.items[i].w;
+        for (size_t i = 0; i < n; i++) {
+            const yyc__deferred_entry *e = b.items[i].e;
+            writes[i] = (yyc__kv_write){.key = e->key,
+                                        .remove = e->remove,
+                                        .value = e->value,
+                                        .len = e->len,
+                                        .filename = e->filename,
+                                        .extended = e->extended,
+                                        .extended_len = e->extended_len,
+                                        .expiry_ms = e->expiry_ms};
+            ptrs[i] = &writes[i];
+        }
         yyc__dc_watch_locked(dc);
         rc = yyc__kv_apply_batch(dc->kv, ptrs, b.n);
         yyc__dc_unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
         for (size_t i = 0; rc == YYC_OK && i < b.n; i++)
-            if (!b.writes[i].remove && b.writes[i].replaced)
-                yyc__dc_note_replaced_locked(dc, b.writes[i].key);
+            if (!writes[i].remove && writes[i].replaced)
+                yyc__dc_note_replaced_locked(dc, writes[i].key);
     }
-    free(b.writes);
+    free(writes);
     free(b.items);
     free(ptrs);
     if (rc == YYC_OK) yyc__deferred_clear(&dc->queue);
