@@ -446,6 +446,36 @@ static void a_deferred_flush_commits_the_queue_in_key_order(void **state) {
     free(dir);
 }
 
+/* A queued write replaced by a later write of its key keeps its memory until the queue is
+ * committed (the queue bump-allocates in chunks): that memory counts toward the queue's bound
+ * (64 MiB), so rewriting one key forever commits the queue now and then instead of growing it
+ * without end. */
+static void rewriting_one_key_keeps_the_queue_bounded(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-rewrites");
+    yyc_diskcache *dc = open_deferred(dir, LONG_DELAY);
+    static char value[1000];
+    int i = 0;
+    for (; i < 100000 && committed_rows(dir, "k") == 0; i += 1000)
+        for (int j = 0; j < 1000; j++) {
+            memset(value, 'a' + (i + j) % 26, sizeof value);
+            assert_int_equal(yyc_diskcache_set(dc, "k", value, sizeof value, NULL, 0), YYC_OK);
+        }
+    if (committed_rows(dir, "k") == 0)
+        fail_msg("%d rewrites of a 1000-byte value (%d MB) and the queue was never committed", i,
+                 i / 1000);
+    assert_true(i <= 80000); /* (64 MiB of 1000-byte values: about 67,000 rewrites) */
+    tk_set_str(dc, "k", "last");
+    expect_get(dc, "k", "last"); /* (from the queue) */
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key = 'k' and "
+                                 "inline_data = cast('last' as blob);"),
+                     1);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deferred_sets_are_read_back_before_they_are_committed),
@@ -460,6 +490,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_deferred_flush_reports_each_replacement_and_removal_once),
         cmocka_unit_test(deferred_sets_count_one_insertion_each),
         cmocka_unit_test(a_deferred_flush_commits_the_queue_in_key_order),
+        cmocka_unit_test(rewriting_one_key_keeps_the_queue_bounded),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

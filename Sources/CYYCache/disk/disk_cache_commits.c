@@ -332,7 +332,8 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
 
 /* --- deferred writes --- */
 
-/* The queue's bounds: a set that would grow it beyond them commits it first. */
+/* The queue's bounds: a set that would grow it beyond them commits it first (the bytes are the
+ * memory the queue holds, the room of replaced writes included). */
 #define DEFERRED_MAX_WRITES 10000
 #define DEFERRED_MAX_BYTES ((size_t)64 << 20)
 
@@ -475,7 +476,7 @@ int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
     yyc__assert_held(&dc->lock);
     int rc = YYC_OK;
     if (dc->queue.count >= DEFERRED_MAX_WRITES ||
-        dc->queue.bytes + w->len + w->extended_len > DEFERRED_MAX_BYTES)
+        dc->queue.held + w->len + w->extended_len > DEFERRED_MAX_BYTES)
         rc = yyc__dc_deferred_commit_locked(dc);
     bool was_empty = dc->queue.count == 0;
     if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
