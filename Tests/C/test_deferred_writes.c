@@ -383,6 +383,99 @@ static void deferred_sets_count_one_insertion_each(void **state) {
     free(dir);
 }
 
+/* The queue is committed in key order (the key index is then walked forwards, not at random):
+ * the new rows' rowids follow the keys' byte order, also for keys that tie on their first 16
+ * bytes, short keys, and bytes above 0x7f (UTF-8), whatever order they were queued in; and
+ * every queued write is committed. */
+static void a_deferred_flush_commits_the_queue_in_key_order(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-order");
+    yyc_diskcache *dc = open_deferred(dir, LONG_DELAY);
+    enum { N = 1500 };
+    static char keys[N][48];
+    for (int i = 0; i < N; i++) {
+        switch (i % 5) {
+        case 0: snprintf(keys[i], sizeof keys[i], "%d", i); break;
+        case 1: snprintf(keys[i], sizeof keys[i], "a-common-prefix-%d", i); break; /* 16 + */
+        case 2: snprintf(keys[i], sizeof keys[i], "\xc3\xa9t\xc3\xa9-%d", i); break;
+        case 3: snprintf(keys[i], sizeof keys[i], "key_%d", i); break;
+        default: snprintf(keys[i], sizeof keys[i], "%c", 'A' + i / 5 % 50); break; /* replaced */
+        }
+    }
+    unsigned x = 12345;
+    int order[N];
+    for (int i = 0; i < N; i++) order[i] = i;
+    for (int i = N - 1; i > 0; i--) { /* a fixed shuffle */
+        x = x * 1103515245u + 12345u;
+        int j = (int)((x >> 8) % (unsigned)(i + 1));
+        int t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (int i = 0; i < N; i++) tk_set_str(dc, keys[order[i]], keys[order[i]]);
+    assert_int_equal(yyc_diskcache_remove(dc, "key_3"), YYC_OK);
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+
+    sqlite3 *db = tk_raw_open(dir);
+    sqlite3_stmt *s = NULL;
+    assert_int_equal(
+        sqlite3_prepare_v2(db, "select key from manifest order by rowid;", -1, &s, NULL),
+        SQLITE_OK);
+    char prev[64] = "";
+    int rows = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(s, 0);
+        if (rows > 0 && strcmp(prev, k) >= 0)
+            fail_msg("row %d: key '%s' committed after '%s'", rows, k, prev);
+        snprintf(prev, sizeof prev, "%s", k);
+        rows++;
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    int distinct = -1; /* (key_3 removed) */
+    for (int i = 0; i < N; i++) {
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++) seen = strcmp(keys[i], keys[j]) == 0;
+        distinct += !seen;
+    }
+    assert_int_equal(rows, distinct);
+    for (int i = 0; i < N; i++)
+        if (strcmp(keys[i], "key_3") != 0) tk_check_str(dc, keys[i], keys[i]);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
+/* A queued write replaced by a later write of its key keeps its memory until the queue is
+ * committed (the queue bump-allocates in chunks): that memory counts toward the queue's bound
+ * (64 MiB), so rewriting one key forever commits the queue now and then instead of growing it
+ * without end. */
+static void rewriting_one_key_keeps_the_queue_bounded(void **state) {
+    (void)state;
+    char *dir = test_temp_dir("deferred-rewrites");
+    yyc_diskcache *dc = open_deferred(dir, LONG_DELAY);
+    static char value[1000];
+    int i = 0;
+    for (; i < 100000 && committed_rows(dir, "k") == 0; i += 1000)
+        for (int j = 0; j < 1000; j++) {
+            memset(value, 'a' + (i + j) % 26, sizeof value);
+            assert_int_equal(yyc_diskcache_set(dc, "k", value, sizeof value, NULL, 0), YYC_OK);
+        }
+    if (committed_rows(dir, "k") == 0)
+        fail_msg("%d rewrites of a 1000-byte value (%d MB) and the queue was never committed", i,
+                 i / 1000);
+    assert_true(i <= 80000); /* (64 MiB of 1000-byte values: about 67,000 rewrites) */
+    tk_set_str(dc, "k", "last");
+    expect_get(dc, "k", "last"); /* (from the queue) */
+    assert_int_equal(yyc_diskcache_flush(dc), YYC_OK);
+    assert_int_equal(tk_int(dir, "select count(*) from manifest where key = 'k' and "
+                                 "inline_data = cast('last' as blob);"),
+                     1);
+    yyc_diskcache_release(dc);
+    test_rm_rf(dir);
+    free(dir);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deferred_sets_are_read_back_before_they_are_committed),
@@ -396,6 +489,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(a_deferred_set_with_a_time_to_live_is_not_returned_after_expiry),
         cmocka_unit_test(a_deferred_flush_reports_each_replacement_and_removal_once),
         cmocka_unit_test(deferred_sets_count_one_insertion_each),
+        cmocka_unit_test(a_deferred_flush_commits_the_queue_in_key_order),
+        cmocka_unit_test(rewriting_one_key_keeps_the_queue_bounded),
     };
     if (argc > 1) cmocka_set_test_filter(argv[1]);
     return cmocka_run_group_tests(tests, NULL, NULL);

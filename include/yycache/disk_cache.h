@@ -280,7 +280,8 @@ YYC_API void yyc_diskcache_set_error_hook(yyc_diskcache *dc, yyc_error_hook hook
  * YYC_WRITE_IMMEDIATE (the default, YYDiskCache's): a set or remove returns after its commit.
  * Sets of several threads that arrive while a commit is running share the next commit (group
  * commit); each still returns only once its own row is committed, with its own status: a write
- * that fails is rolled back alone (its own SAVEPOINT) and the others commit. A set waiting for
+ * that fails fails alone, and the others are committed together without it (the shared
+ * transaction is rolled back and tried again without the failed write). A set waiting for
  * another thread's commit spins for up to 20 microseconds, then yields the processor for up to
  * 500, then sleeps; it returns as soon as the transaction holding its write has committed. A
  * set that commits while other threads are writing waits up to 50 microseconds for one more

@@ -1,6 +1,7 @@
 /*
  * deferred_writes.c - the queue of a disk cache's deferred writes: a seeded, chained hash map
- * from key to its last queued write (see deferred_writes.h).
+ * from key to its last queued write, its entries bump-allocated in chunks in the order they were
+ * queued (see deferred_writes.h).
  */
 #include "disk/deferred_writes.h"
 
@@ -10,16 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Entries of at most CHUNK_BYTES / 4 share chunks of CHUNK_BYTES (below glibc's default mmap
+ * threshold: the heap hands them back at the next batch without new page faults); a larger one
+ * gets a chunk of its own. */
+#define CHUNK_BYTES ((size_t)64 << 10)
+
+struct yyc__deferred_chunk {
+    struct yyc__deferred_chunk *next; /* the next chunk allocated (queue order) */
+    size_t size, used;                /* bytes of data; bytes handed out */
+    alignas(max_align_t) unsigned char data[];
+};
+
 void yyc__deferred_init(yyc__deferred *d) { *d = (yyc__deferred){0}; }
 
 void yyc__deferred_clear(yyc__deferred *d) {
-    for (size_t i = 0; i < d->nbuckets; i++) {
-        yyc__deferred_entry *e = d->buckets[i];
-        while (e) {
-            yyc__deferred_entry *next = e->next;
-            free(e);
-            e = next;
-        }
+    for (yyc__deferred_chunk *c = d->first; c;) {
+        yyc__deferred_chunk *next = c->next;
+        free(c);
+        c = next;
     }
     free(d->buckets);
     uint64_t seed = d->seed;
@@ -68,6 +77,25 @@ static size_t round_up(size_t n) {
     return (n + a - 1) & ~(a - 1);
 }
 
+/* size bytes (a multiple of max_align_t's alignment) at the end of the chunks, or NULL. */
+static void *bump(yyc__deferred *d, size_t size) {
+    yyc__deferred_chunk *c = d->last;
+    if (!c || c->size - c->used < size) {
+        size_t room = size > CHUNK_BYTES / 4 ? size : CHUNK_BYTES;
+        if (room > SIZE_MAX - sizeof *c) return NULL;
+        c = malloc(sizeof *c + room);
+        if (!c) return NULL;
+        *c = (yyc__deferred_chunk){.size = room};
+        if (d->last) d->last->next = c;
+        else d->first = c;
+        d->last = c;
+        d->held += room;
+    }
+    void *p = c->data + c->used;
+    c->used += size;
+    return p;
+}
+
 bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const void *value,
                        size_t len, const void *extended, size_t extended_len, const char *filename,
                        int64_t expiry_ms) {
@@ -83,10 +111,13 @@ bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const voi
     size_t value_at = round_up(sizeof(yyc__deferred_entry) + key_len + 1);
     size_t ext_at = round_up(value_at + len);
     size_t name_at = ext_at + extended_len;
-    yyc__deferred_entry *e = malloc(name_at + name_len);
+    size_t size = round_up(name_at + name_len);
+    yyc__deferred_entry *e = bump(d, size);
     if (!e) return false;
     char *base = (char *)e;
     e->hash = hash_key(d->seed, key, key_len);
+    e->size = size;
+    e->dead = false;
     e->remove = remove;
     e->expiry_ms = expiry_ms;
     e->len = len;
@@ -106,7 +137,7 @@ bool yyc__deferred_put(yyc__deferred *d, const char *key, bool remove, const voi
             *p = e;
             d->bytes -= old->len + old->extended_len;
             d->bytes += len + extended_len;
-            free(old);
+            old->dead = true; /* (its room stays held until the queue is cleared) */
             return true;
         }
     }
@@ -127,24 +158,43 @@ const yyc__deferred_entry *yyc__deferred_find(const yyc__deferred *d, const char
 
 void yyc__deferred_each(const yyc__deferred *d, void (*fn)(void *ctx, const yyc__deferred_entry *e),
                         void *ctx) {
-    for (size_t i = 0; i < d->nbuckets; i++)
-        for (const yyc__deferred_entry *e = d->buckets[i]; e; e = e->next) fn(ctx, e);
+    for (const yyc__deferred_chunk *c = d->first; c; c = c->next) {
+        for (size_t at = 0; at < c->used;) {
+            const yyc__deferred_entry *e = (const yyc__deferred_entry *)(c->data + at);
+            if (!e->dead) fn(ctx, e);
+            at += e->size;
+        }
+    }
 }
 
 #ifdef YYC_TESTING
 void yyc__deferred_check(const yyc__deferred *d) {
-    size_t count = 0, bytes = 0;
+    size_t count = 0, bytes = 0, live = 0, held = 0;
     assert(d->nbuckets == 0 || (d->nbuckets & (d->nbuckets - 1)) == 0);
     for (size_t i = 0; i < d->nbuckets; i++) {
         for (const yyc__deferred_entry *e = d->buckets[i]; e; e = e->next) {
             assert((e->hash & (d->nbuckets - 1)) == i);
-            assert(yyc__deferred_find(d, e->key) == e);
+            assert(!e->dead && yyc__deferred_find(d, e->key) == e);
             count++;
             bytes += e->len + e->extended_len;
         }
     }
     assert(count == d->count && bytes == d->bytes);
+    for (const yyc__deferred_chunk *c = d->first; c; c = c->next) {
+        assert(c->used <= c->size && (c->next != NULL) == (c != d->last));
+        held += c->size;
+        for (size_t at = 0; at < c->used;) {
+            const yyc__deferred_entry *e = (const yyc__deferred_entry *)(c->data + at);
+            assert(e->size > 0 && e->size <= c->used - at);
+            live += !e->dead; /* (a live entry is the one its key finds) */
+            assert(e->dead || yyc__deferred_find(d, e->key) == e);
+            at += e->size;
+        }
+    }
+    assert(live == d->count && held == d->held);
     (void)count;
     (void)bytes;
+    (void)live;
+    (void)held;
 }
 #endif

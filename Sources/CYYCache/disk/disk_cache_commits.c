@@ -14,8 +14,8 @@ static int commit_write(yyc_diskcache *dc, write_req *req);
 
 /* Group commit. A set pushes its request onto `incoming` (no lock) and takes the committer's
  * baton if no other set holds it. The committer takes the core's lock, takes every request
- * pushed so far, commits them in one transaction (yyc__kv_save_each: each in its own
- * savepoint, so each succeeds or fails by itself), marks them done, and gives the baton back.
+ * pushed so far, commits them in one transaction (yyc__kv_save_each: each succeeds or fails by
+ * itself), marks them done, and gives the baton back.
  * The sets that found the baton taken wait (spinning a moment, then asleep on commit_done)
  * until their request is done, or until the baton is free again, and then take it: so the sets
  * that arrive during a commit join the next one instead of each waiting for one of its own.
@@ -83,7 +83,7 @@ static void commit_incoming_locked(yyc_diskcache *dc) {
         if (dc->closed) {
             for (size_t i = 0; i < n; i++) {
                 reqs[i]->w.status = yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
-                yyc_last_error(&reqs[i]->w.error);
+                yyc_last_error(reqs[i]->w.error);
             }
             for (size_t i = 0; i < n; i++)
                 atomic_store_explicit(&reqs[i]->done, true, memory_order_release);
@@ -209,7 +209,7 @@ static int commit_write(yyc_diskcache *dc, write_req *req) {
         await_commit(dc, req);
         waited = true;
     }
-    if (req->w.status != YYC_OK) yyc__error_restore(&req->w.error);
+    if (req->w.status != YYC_OK) yyc__error_restore(&req->error);
     return req->w.status;
 }
 
@@ -271,6 +271,7 @@ static int set_impl(yyc_diskcache *dc, const char *key, const void *value, size_
         return rc;
     }
     write_req req = {.w = {.key = key,
+                           .error = &req.error,
                            .value = value,
                            .len = len,
                            .filename = filename,
@@ -331,36 +332,100 @@ void yyc_diskcache_set_filename_fn(yyc_diskcache *dc, yyc_filename_fn fn, void *
 
 /* --- deferred writes --- */
 
-/* The queue's bounds: a set that would grow it beyond them commits it first. */
+/* The queue's bounds: a set that would grow it beyond them commits it first (the bytes are the
+ * memory the queue holds, the room of replaced writes included). */
 #define DEFERRED_MAX_WRITES 10000
 #define DEFERRED_MAX_BYTES ((size_t)64 << 20)
 
+/* A queued write on its way into the batch, with its sort key: the key's first 16 bytes as a
+ * big-endian number (hi, lo; zero after the key's end), so that the sort reads no key but for
+ * ties. The batch's writes are built once the items are sorted, in key order: the commit then
+ * reads them front to back (built in the queue's hash order and visited in key order, each was
+ * a cache miss). */
+typedef struct batch_item {
+    uint64_t hi, lo;
+    const yyc__deferred_entry *e;
+} batch_item;
+
 typedef struct batch_builder {
-    yyc__kv_write *writes;
-    yyc__kv_write **ptrs;
+    batch_item *items;
     size_t n;
 } batch_builder;
 
 static void add_to_batch(void *ctx, const yyc__deferred_entry *e) {
     batch_builder *b = ctx;
-    yyc__kv_write *w = &b->writes[b->n];
-    *w = (yyc__kv_write){.key = e->key,
-                         .remove = e->remove,
-                         .value = e->value,
-                         .len = e->len,
-                         .filename = e->filename,
-                         .extended = e->extended,
-                         .extended_len = e->extended_len,
-                         .expiry_ms = e->expiry_ms};
-    b->ptrs[b->n++] = w;
+    unsigned char head[16] = {0};
+    memcpy(head, e->key, strnlen(e->key, sizeof head)); /* (never past the key's NUL) */
+    uint64_t hi, lo;
+    memcpy(&hi, head, 8);
+    memcpy(&lo, head + 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    hi = __builtin_bswap64(hi);
+    lo = __builtin_bswap64(lo);
+#endif
+    b->items[b->n++] = (batch_item){hi, lo, e};
+}
+
+/* Byte k (0: the last) of an item's 16-byte sort key. */
+static inline unsigned key_byte(const batch_item *it, int k) {
+    return (unsigned)((k < 8 ? it->lo >> (8 * k) : it->hi >> (8 * (k - 8))) & 0xff);
+}
+
+/* qsort order of items: by prefix, then by key (strcmp: bytes as unsigned). */
+static int by_key(const void *pa, const void *pb) {
+    const batch_item *a = pa, *b = pb;
+    if (a->hi != b->hi) return a->hi < b->hi ? -1 : 1;
+    if (a->lo != b->lo) return a->lo < b->lo ? -1 : 1;
+    return strcmp(a->e->key, b->e->key);
+}
+
+/* Sorts items[0..n) by key, in the manifest's own order (BINARY collation: the bytes as unsigned
+ * numbers, as strcmp and the big-endian prefixes compare them): a radix sort of the prefixes
+ * (least significant byte first, skipping the bytes all keys share), then each run of equal
+ * prefixes by strcmp; linear but for the ties. tmp has room for n items. (Without memory for
+ * the counts: qsort.) */
+static void sort_batch(batch_item *items, batch_item *tmp, size_t n) {
+    size_t(*count)[256] = calloc(16, sizeof *count);
+    if (!count) {
+        qsort(items, n, sizeof *items, by_key);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 16; k++) count[k][key_byte(&items[i], k)]++;
+    batch_item *from = items, *to = tmp;
+    for (int k = 0; k < 16; k++) {
+        if (count[k][key_byte(&items[0], k)] == n) continue; /* every key has that byte */
+        size_t at = 0;
+        for (unsigned v = 0; v < 256; v++) {
+            size_t c = count[k][v];
+            count[k][v] = at;
+            at += c;
+        }
+        for (size_t i = 0; i < n; i++) to[count[k][key_byte(&from[i], k)]++] = from[i];
+        batch_item *t = from;
+        from = to;
+        to = t;
+    }
+    free(count);
+    if (from != items) memcpy(items, from, n * sizeof *items);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && items[j].hi == items[i].hi && items[j].lo == items[i].lo) j++;
+        if (j - i > 1) qsort(&items[i], j - i, sizeof *items, by_key);
+        i = j;
+    }
 }
 
 /* Caller holds the lock (no removal watch on). Commits the queue in one transaction
- * (yyc__kv_apply_batch) and empties it; on failure the queue is kept whole (the error is
- * recorded and reported). Removal events: the rows the queued removals deleted
- * (YYC_REMOVED_EXPLICIT, under a removal watch) and the rows the queued saves replaced
- * (YYC_REMOVED_REPLACED), once the batch committed; nothing for a batch rolled back (its retry
- * reports them). The queued sets were counted as insertions when queued. */
+ * (yyc__kv_apply_batch) in key order, and empties it; on failure the queue is kept whole (the
+ * error is recorded and reported). The queue holds one write per key, so the order changes
+ * nothing but the cost: in key order the key index is walked forwards, each of its pages touched
+ * once, instead of at random (the rowids of the new rows, which break ties of equal access times
+ * in the LRU order, follow the keys instead of the queue's hash order: as arbitrary as before).
+ * Removal events: the rows the queued removals deleted (YYC_REMOVED_EXPLICIT, under a removal
+ * watch) and the rows the queued saves replaced (YYC_REMOVED_REPLACED), once the batch
+ * committed; nothing for a batch rolled back (its retry reports them). The queued sets were
+ * counted as insertions when queued. */
 int yyc__dc_deferred_commit_locked(yyc_diskcache *dc) {
     yyc__assert_held(&dc->lock);
 #ifdef YYC_TESTING
@@ -368,23 +433,39 @@ int yyc__dc_deferred_commit_locked(yyc_diskcache *dc) {
 #endif
     if (dc->queue.count == 0) return YYC_OK;
     if (!dc->kv) return yyc__dc_fail_locked(dc, YYC_ECLOSED, 0, "disk cache is closed");
-    batch_builder b = {.writes = malloc(dc->queue.count * sizeof *b.writes),
-                       .ptrs = malloc(dc->queue.count * sizeof *b.ptrs)};
+    size_t n = dc->queue.count;
+    yyc__kv_write *writes = malloc(n * sizeof *writes);
+    batch_builder b = {.items = malloc(2 * n * sizeof *b.items)}; /* (and the sort's room) */
+    yyc__kv_write **ptrs = malloc(n * sizeof *ptrs);
     int rc;
-    if (!b.writes || !b.ptrs) {
+    if (!writes || !b.items || !ptrs) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "commit deferred writes");
     } else {
         yyc__deferred_each(&dc->queue, add_to_batch, &b);
         assert(b.n == dc->queue.count);
+        sort_batch(b.items, b.items + n, n);
+        for (size_t i = 0; i < n; i++) {
+            const yyc__deferred_entry *e = b.items[i].e;
+            writes[i] = (yyc__kv_write){.key = e->key,
+                                        .remove = e->remove,
+                                        .value = e->value,
+                                        .len = e->len,
+                                        .filename = e->filename,
+                                        .extended = e->extended,
+                                        .extended_len = e->extended_len,
+                                        .expiry_ms = e->expiry_ms};
+            ptrs[i] = &writes[i];
+        }
         yyc__dc_watch_locked(dc);
-        rc = yyc__kv_apply_batch(dc->kv, b.ptrs, b.n);
+        rc = yyc__kv_apply_batch(dc->kv, ptrs, b.n);
         yyc__dc_unwatch_locked(dc, YYC_REMOVED_EXPLICIT);
         for (size_t i = 0; rc == YYC_OK && i < b.n; i++)
-            if (!b.writes[i].remove && b.writes[i].replaced)
-                yyc__dc_note_replaced_locked(dc, b.writes[i].key);
+            if (!writes[i].remove && writes[i].replaced)
+                yyc__dc_note_replaced_locked(dc, writes[i].key);
     }
-    free(b.writes);
-    free(b.ptrs);
+    free(writes);
+    free(b.items);
+    free(ptrs);
     if (rc == YYC_OK) yyc__deferred_clear(&dc->queue);
     return rc;
 }
@@ -395,7 +476,7 @@ int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
     yyc__assert_held(&dc->lock);
     int rc = YYC_OK;
     if (dc->queue.count >= DEFERRED_MAX_WRITES ||
-        dc->queue.bytes + w->len + w->extended_len > DEFERRED_MAX_BYTES)
+        dc->queue.held + w->len + w->extended_len > DEFERRED_MAX_BYTES)
         rc = yyc__dc_deferred_commit_locked(dc);
     bool was_empty = dc->queue.count == 0;
     if (rc == YYC_OK && !yyc__deferred_put(&dc->queue, w->key, w->remove, w->value, w->len,
@@ -403,7 +484,7 @@ int yyc__dc_deferred_put_locked(yyc_diskcache *dc, yyc__kv_write *w) {
         rc = yyc__dc_fail_locked(dc, YYC_ENOMEM, ENOMEM, "queue a deferred write");
     if (rc == YYC_OK && was_empty) yyc__timer_set_interval(dc->flush_timer, dc->max_delay);
     w->status = rc;
-    if (rc != YYC_OK) yyc_last_error(&w->error);
+    if (rc != YYC_OK && w->error) yyc_last_error(w->error);
     return rc;
 }
 

@@ -97,6 +97,7 @@
  * lock) and never touches the request again; the writer reads it without a lock. */
 typedef struct write_req {
     yyc__kv_write w;  /* w.expiry_ms is set from ttl under the lock (commit_incoming_locked) */
+    yyc_error error;  /* w.error: a failure's details */
     double ttl;       /* seconds (INFINITY: never), or NAN for the core's default time to live */
     bool if_absent;   /* a loaded value: stored only if the key has none (set_if_absent) */
     bool skipped;     /* [committer] if_absent, and the key had a value: not stored */

@@ -10,12 +10,16 @@
  * commit (kv->batch collects them); a rollback deletes the files the transaction placed (no
  * row names them then) and leaves the previous rows and files as they were.
  *
- * Why SAVEPOINTs for the group commit: a statement that fails inside a transaction leaves the
- * transaction open for most errors, but its half-done effects (an INSERT OR REPLACE that deleted
- * the old row, say) would be committed with the others. ROLLBACK TO the write's own savepoint
- * undoes exactly that write. For the errors after which SQLite rolls the whole transaction back
- * itself (a full disk, I/O errors), and for a COMMIT that fails, the writes that had not failed
- * by themselves are done again one by one, so no write fails because of another one.
+ * A write that fails in the group commit: a statement that fails inside a transaction leaves
+ * the transaction open for most errors, but its half-done effects (an INSERT OR REPLACE that
+ * deleted the old row, say) must not be committed with the others. So the whole transaction is
+ * rolled back (the rollback hook drops its counted changes, batch_end its placed files), the
+ * failed write keeps its error, and the others are tried together again without it: a failure
+ * costs one transaction more, and the writes that do not fail pay no SAVEPOINT and RELEASE
+ * each (two statements per write, a tenth of a shared commit of two small writes). For the
+ * errors after which SQLite rolls the whole transaction back itself (a full disk, I/O errors)
+ * the failed write is dropped the same way; for a COMMIT that fails, the writes that had not
+ * failed by themselves are done again one by one, so no write fails because of another one.
  *
  * Owner: the caller's thread, like the rest of the yyc_kv (disk_cache.c's mutex serialises it).
  */
@@ -29,9 +33,6 @@
 
 #define SQL_BEGIN "begin immediate;"
 #define SQL_COMMIT "commit;"
-#define SQL_SAVEPOINT "savepoint yyc_write;"
-#define SQL_RELEASE "release yyc_write;"
-#define SQL_ROLLBACK_TO "rollback to yyc_write;"
 
 /* Runs one fixed statement through the statement cache (after a db_check). */
 static int exec_checked(yyc_kv *kv, const char *sql, const char *what) {
@@ -143,63 +144,73 @@ static int write_in_batch(yyc_kv *kv, yyc__kv_write *w) {
 /* One write alone, in its own transaction. */
 static void write_alone(yyc_kv *kv, yyc__kv_write *w) {
     w->status = w->remove ? yyc_kv_remove(kv, w->key) : save_one(kv, w);
-    if (w->status != YYC_OK) yyc_last_error(&w->error);
+    if (w->status != YYC_OK && w->error) yyc_last_error(w->error);
 }
 
 static void set_status(yyc__kv_write *w, int status) {
     w->status = status;
-    if (status != YYC_OK) yyc_last_error(&w->error);
+    if (status != YYC_OK && w->error) yyc_last_error(w->error);
+}
+
+/* One try of the group commit: writes[0..m) in one transaction, in order, until one fails.
+ * Returns m when all of them were written and committed; the index of the write that failed
+ * (the transaction rolled back; that write keeps its status, the others are as if not tried); or
+ * SIZE_MAX when nothing was committed for another reason (BEGIN or COMMIT failed, SQLite rolled
+ * the transaction back after a write that succeeded, the folder lock failed: *lock_failed).
+ * Writes [0..i) that were written have status YYC_OK (committed only when m is returned). */
+static size_t try_together(yyc_kv *kv, yyc__kv_write *const *writes, size_t m, int *begin_rc,
+                           bool *lock_failed) {
+    yyc__kv_batch b;
+    *begin_rc = batch_begin(kv, &b, m, lock_failed);
+    if (*begin_rc != YYC_OK) return SIZE_MAX;
+    size_t i = 0;
+    bool usable = true;
+    for (; i < m && usable; i++) {
+        yyc__kv_write *w = writes[i];
+        set_status(w, write_in_batch(kv, w));
+        if (w->status != YYC_OK) break;
+        usable = txn_open(kv); /* (false: SQLite rolled it back) */
+    }
+    bool all = i == m && usable;
+    int end = batch_end(kv, &b, all);
+    if (all && end == YYC_OK) return m;
+    for (size_t j = 0; j < m; j++) writes[j]->replaced = false; /* (rolled back) */
+    return all || usable == false ? SIZE_MAX : i;
 }
 
 size_t yyc__kv_save_each(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
-    size_t failed = 0;
-    yyc__kv_batch b;
-    bool lock_failed = false;
-    int begin = n > 1 ? batch_begin(kv, &b, n, &lock_failed) : YYC_EINVAL;
-    if (lock_failed) { /* every write needed that lock now: each fails as it would alone */
-        for (size_t i = 0; i < n; i++) set_status(writes[i], begin);
-        return n;
-    }
-    if (begin == YYC_OK) {
-        size_t done = 0; /* writes[0..done) went through the transaction */
-        bool usable = true;
-        for (; done < n && usable; done++) {
-            yyc__kv_write *w = writes[done];
-            if (!txn_open(kv) || exec_checked(kv, SQL_SAVEPOINT, "savepoint") != YYC_OK) {
-                usable = false;
-                break;
+    /* The writes still to commit; each try that a write fails drops that write (it failed by
+     * itself: it keeps its error) and tries the others together again. No SAVEPOINT per write:
+     * the statements a batch needs are BEGIN, the writes and COMMIT. */
+    yyc__kv_write **left = n > 1 ? malloc(n * sizeof *left) : NULL;
+    size_t m = n, failed = 0;
+    if (left) {
+        memcpy(left, writes, n * sizeof *left);
+        while (m > 1) {
+            int begin_rc;
+            bool lock_failed;
+            size_t r = try_together(kv, left, m, &begin_rc, &lock_failed);
+            if (r == m) {
+                free(left);
+                return failed;
             }
-            yyc__kv_rows_mark(kv); /* (the totals and the watch follow the savepoint) */
-            set_status(w, write_in_batch(kv, w));
-            if (w->status != YYC_OK) w->replaced = false; /* (rolled back to its savepoint) */
-            if (!txn_open(kv)) {
-                usable = false; /* SQLite rolled the transaction back: w's error stands */
-            } else if (w->status == YYC_OK) {
-                usable = exec_checked(kv, SQL_RELEASE, "release savepoint") == YYC_OK;
-            } else {
-                usable = exec_checked(kv, SQL_ROLLBACK_TO, "roll back a write") == YYC_OK;
-                if (usable) yyc__kv_rows_rewind(kv);
-                usable = usable && exec_checked(kv, SQL_RELEASE, "release savepoint") == YYC_OK;
+            if (lock_failed) { /* every write needed that lock now: each fails as alone */
+                for (size_t i = 0; i < m; i++) set_status(left[i], begin_rc);
+                free(left);
+                return failed + m;
             }
-            yyc__kv_rows_unmark(kv);
+            if (r == SIZE_MAX) break; /* the others go alone */
+            failed++;
+            memmove(&left[r], &left[r + 1], (m - r - 1) * sizeof *left);
+            m--;
         }
-        if (batch_end(kv, &b, usable) == YYC_OK) {
-            for (size_t i = 0; i < n; i++) failed += writes[i]->status != YYC_OK;
-            return failed;
-        }
-        /* Nothing committed: the writes that did not fail by themselves go again, alone. */
-        for (size_t i = 0; i < n; i++) {
-            yyc__kv_write *w = writes[i];
-            w->replaced = false; /* (its save in the transaction was rolled back) */
-            if (i >= done || w->status == YYC_OK) write_alone(kv, w);
-            failed += w->status != YYC_OK;
-        }
-        return failed;
     }
-    for (size_t i = 0; i < n; i++) {
-        write_alone(kv, writes[i]);
-        failed += writes[i]->status != YYC_OK;
+    yyc__kv_write *const *rest = left ? left : writes;
+    for (size_t i = 0; i < m; i++) {
+        write_alone(kv, rest[i]);
+        failed += rest[i]->status != YYC_OK;
     }
+    free(left);
     return failed;
 }
 
@@ -222,7 +233,7 @@ int yyc__kv_apply_batch(yyc_kv *kv, yyc__kv_write *const *writes, size_t n) {
     for (size_t i = 0; i < n; i++) {
         if (rc != YYC_OK) writes[i]->replaced = false; /* (rolled back: nothing was replaced) */
         writes[i]->status = rc;
-        if (rc != YYC_OK) writes[i]->error = e;
+        if (rc != YYC_OK && writes[i]->error) *writes[i]->error = e;
     }
     return rc;
 }

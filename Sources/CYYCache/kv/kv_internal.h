@@ -157,24 +157,20 @@
 
 /* --- the object --- */
 
-/* Where this connection's transaction stands for the row hooks (kv_transactions.c).
- * Invariant: mark_set only inside a transaction (cleared at its settle or rollback). */
+/* Where this connection's transaction stands for the row hooks (kv_transactions.c). */
 typedef struct yyc__kv_txn {
     bool commit_seen; /* the commit hook ran and no rollback followed (yet) */
-    bool mark_set;    /* a group-commit savepoint is open (yyc__kv_rows_mark) */
 } yyc__kv_txn;
 
 /* The keys of the manifest rows deleted by this connection while the watch is on (SQLite's
  * preupdate hook), kept once their transaction committed (kv_transactions.c).
- * Invariants: committed <= at_commit <= n <= cap after a commit hook; mark <= n while a
- * savepoint is open. */
+ * Invariants: committed <= at_commit <= n <= cap after a commit hook. */
 typedef struct yyc__kv_removal_watch {
     bool on;
     char **keys; /* NUL-terminated copies, n of them */
     size_t n, cap;
     size_t committed; /* keys[0..committed) belong to committed transactions */
     size_t at_commit; /* n when the commit hook last ran */
-    size_t mark;      /* n at the open savepoint */
     bool lost;        /* a key could not be copied (out of memory) */
 } yyc__kv_removal_watch;
 
@@ -182,9 +178,9 @@ typedef struct yyc__kv_removal_watch {
  * once, then moved by this connection's own row changes (the row hooks), and trusted only while
  * SQLite's data version of the file shows no other connection's commit since.
  * Invariants: while known, count >= 0 and 0 <= cost < INT64_MAX; commits and done_* are the
- * committed transactions not yet folded in, txn_* the transaction in progress; the mark_* are
- * txn_* at the open savepoint (kv->txn.mark_set); without the row hooks (!on) nothing is known or
- * carried. Checked by asserts around every read (kv_totals.c, totals_ok). */
+ * committed transactions not yet folded in, txn_* the transaction in progress; without the row
+ * hooks (!on) nothing is known or carried. Checked by asserts around every read (kv_totals.c,
+ * totals_ok). */
 typedef struct yyc__kv_totals {
     bool on;          /* the connection has the row hooks and the size column: carried */
     bool known;       /* count and cost were right at data version `version` */
@@ -194,9 +190,7 @@ typedef struct yyc__kv_totals {
     int64_t done_count, done_cost;
     bool done_lost; /* a committed change could not be counted */
     int64_t txn_count, txn_cost;
-    bool txn_lost; /* a change of the transaction in progress could not be counted */
-    int64_t mark_count, mark_cost;
-    bool mark_lost;
+    bool txn_lost;  /* a change of the transaction in progress could not be counted */
     uint64_t scans; /* times the totals were summed (tests and benchmarks read it) */
 } yyc__kv_totals;
 
@@ -365,26 +359,16 @@ void yyc__kv_txn_settle(yyc_kv *kv);
 /* What each concern does, told by kv_transactions.c: a row change this connection makes
  * (SQLite's preupdate hook, inside sqlite3_step; they call nothing but sqlite3_preupdate_* and
  * sqlite3_value_*), a commit hook (the commit may still fail), a commit known to have
- * succeeded (committed), a rollback (also after a commit that failed), a savepoint mark and a
- * rewind to it. */
+ * succeeded (committed), a rollback (also after a commit that failed). */
 void yyc__kv_totals_row_changed(yyc_kv *kv, sqlite3 *db, int op);
 void yyc__kv_totals_committed(yyc_kv *kv);
 void yyc__kv_totals_rolled_back(yyc_kv *kv);
-void yyc__kv_totals_mark(yyc_kv *kv);
-void yyc__kv_totals_rewind(yyc_kv *kv);
 void yyc__kv_watch_row_deleted(yyc_kv *kv, sqlite3 *db); /* kv_removals.c, while watch.on */
 void yyc__kv_watch_committing(yyc_kv *kv);
 void yyc__kv_watch_committed(yyc_kv *kv);
 void yyc__kv_watch_rolled_back(yyc_kv *kv);
-void yyc__kv_watch_mark(yyc_kv *kv);
-void yyc__kv_watch_rewind(yyc_kv *kv);
 /* A reported SQLite failure (kv_sqlite.c): the transaction's counted changes are unsure. */
 void yyc__kv_txn_statement_failed(yyc_kv *kv);
-/* Savepoints of the group commit: mark after a SAVEPOINT, rewind after its ROLLBACK TO (the
- * changes since the mark were undone; no hook tells), unmark after its RELEASE. */
-void yyc__kv_rows_mark(yyc_kv *kv);
-void yyc__kv_rows_rewind(yyc_kv *kv);
-void yyc__kv_rows_unmark(yyc_kv *kv);
 /* Turns the preupdate hook off around a statement that empties the manifest (the fast
  * remove-all: SQLite's truncate optimization is off while a preupdate hook is set), unless a
  * removal watch needs it; on again after it. The totals are forgotten (summed at the next read,

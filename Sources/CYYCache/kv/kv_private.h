@@ -265,20 +265,22 @@ typedef struct yyc__kv_write {
     const void *extended;
     size_t extended_len;
     int64_t expiry_ms; /* a save's expiry (unix ms; 0: never), as yyc__kv_save_with_expiry */
+    yyc_error *error;  /* NULL, or where the details of a failure go (out; owned by the caller:
+                        * a deferred batch's writes have none, its failure is the thread's) */
     int status;        /* out */
-    yyc_error error;   /* out: the details of a failure */
-    bool replaced;     /* out: a save that committed replaced a row of its key (a save rolled back,
-                        * to its savepoint or with its transaction, did not); always false
+    bool replaced;     /* out: a save that committed replaced a row of its key (a save rolled back
+                        * with its transaction did not); always false
                         * without the preupdate hook */
 } yyc__kv_write;
 
-/* Group commit: the writes in one transaction under the folder lock, each in its own SAVEPOINT,
- * in order (a later write of a key wins). Each write gets its own status: one that fails is
- * rolled back to its savepoint and fails alone; the others commit. Files replaced are deleted
- * only after the commit. When the transaction itself cannot be used (BEGIN, a SAVEPOINT or the
- * COMMIT fails, or SQLite rolled it back after an error), it is rolled back, the files it placed
- * are deleted, and every write that had not failed on its own is done again alone, in its own
- * transaction, as yyc_kv_save / yyc_kv_remove do it (so it still succeeds or fails by itself).
+/* Group commit: the writes in one transaction under the folder lock, in order (a later write of
+ * a key wins). Each write gets its own status: when one fails, the transaction is rolled back
+ * (the files it placed are deleted, the rows and files are as before), that write keeps its
+ * failure, and the others are tried together again without it. Files replaced are deleted only
+ * after the commit. When the transaction itself cannot be used (BEGIN or the COMMIT fails, or
+ * SQLite rolled it back after a write that succeeded), it is rolled back likewise and every write
+ * that had not failed on its own is done again alone, in its own transaction, as yyc_kv_save /
+ * yyc_kv_remove do it (so it still succeeds or fails by itself).
  * The folder lock failing (YYC_EBUSY beyond the busy timeout, or a lock error) fails every write
  * with that error, as it fails a write alone: no write proceeds without the lock.
  * One write is simply yyc_kv_save / yyc_kv_remove. Returns the number of writes whose status is

@@ -7,7 +7,7 @@
  * expired row, the remove-all: SQLite does not use its truncate shortcut while a preupdate hook is
  * set), and the commit and rollback hooks keep only the keys of transactions that committed: a
  * deletion rolled back (a full disk retried, a failed commit) reports nothing, its retry reports
- * once; a group commit's ROLLBACK TO its write's savepoint drops the keys recorded since it.
+ * once.
  * When a commit is known to have succeeded is kv_transactions.c's rule. Saves are not
  * watched (a save's own part of the row hooks, yyc__kv_old_row_deleted, tells whether it replaced a
  * row: kv->replaced_row).
@@ -56,18 +56,11 @@ void yyc__kv_watch_committed(yyc_kv *kv) { kv->watch.committed = kv->watch.at_co
 
 void yyc__kv_watch_rolled_back(yyc_kv *kv) { drop_from(&kv->watch, kv->watch.committed); }
 
-void yyc__kv_watch_mark(yyc_kv *kv) { kv->watch.mark = kv->watch.n; }
-
-void yyc__kv_watch_rewind(yyc_kv *kv) {
-    yyc__kv_removal_watch *w = &kv->watch;
-    if (w->mark >= w->committed && w->mark <= w->n) drop_from(w, w->mark);
-}
-
 void yyc__kv_watch_removals(yyc_kv *kv) {
     yyc__kv_removal_watch *w = &kv->watch;
     assert(!w->on && w->n == 0);
     w->on = true;
-    w->committed = w->at_commit = w->mark = 0;
+    w->committed = w->at_commit = 0;
     w->lost = false;
 }
 

@@ -20,7 +20,7 @@
  *
  * What can make the carried changes unsure makes them unknown (summed again at the next read):
  * a statement that failed inside a transaction (it may have undone its own changes, which no
- * hook reports; a savepoint's ROLLBACK TO is followed exactly, see kv_transactions.c), a size
+ * hook reports), a size
  * that could not be read, a total that would pass INT64_MAX (the sum saturates there, as
  * yyc_cost_total does: such totals are summed at every read). A row's cost is its size when
  * that is a positive integer, else 0 (yyc_cost_total's rule).
@@ -96,18 +96,4 @@ void yyc__kv_totals_statement_failed(yyc_kv *kv) {
     /* (An autocommit statement whose error SQLite answers with a statement rollback commits
      * the rest: commit_seen is then its own commit, and its changes are unsure too.) */
     t->txn_lost = true;
-}
-
-void yyc__kv_totals_mark(yyc_kv *kv) {
-    yyc__kv_totals *t = &kv->totals;
-    t->mark_count = t->txn_count;
-    t->mark_cost = t->txn_cost;
-    t->mark_lost = t->txn_lost;
-}
-
-void yyc__kv_totals_rewind(yyc_kv *kv) {
-    yyc__kv_totals *t = &kv->totals;
-    t->txn_count = t->mark_count;
-    t->txn_cost = t->mark_cost;
-    t->txn_lost = t->mark_lost;
 }

@@ -7,12 +7,11 @@
  * The rule. SQLite's commit hook runs before the commit is durable, and a commit that then fails
  * is rolled back, which runs the rollback hook. So a commit seen (commit_seen) is known to have
  * succeeded once the connection is past it without a rollback in between: at the next row
- * change (a new transaction), at the next savepoint mark, at the next commit hook (a transaction
- * without row changes came between), or when a concern asks (yyc__kv_txn_settle: the totals'
- * read, the watch's end). Then each concern moves its transaction's changes to its committed
- * ones (settle). A rollback drops the transaction's changes. A savepoint's ROLLBACK TO (the
- * group commit undoing one write) runs no hook: the group commit marks before each write and
- * rewinds the concerns to the mark after its ROLLBACK TO (yyc__kv_rows_mark / _rewind).
+ * change (a new transaction), at the next commit hook (a transaction without row changes came
+ * between), or when a concern asks (yyc__kv_txn_settle: the totals' read, the watch's end). Then
+ * each concern moves its transaction's changes to its committed ones (settle). A rollback drops
+ * the transaction's changes. (No statement of ours rolls back part of a transaction: the group
+ * commit rolls back its whole transaction when one write fails, kv_group_commit.c.)
  *
  * The hooks are installed for the connection's whole life (when the linked SQLite has them) and
  * run inside sqlite3_step on the caller's thread; they call nothing but sqlite3_preupdate_* and
@@ -32,7 +31,6 @@ void yyc__kv_txn_reset(yyc_kv *kv) { kv->txn = (yyc__kv_txn){0}; }
 void yyc__kv_txn_settle(yyc_kv *kv) {
     if (!kv->txn.commit_seen) return;
     kv->txn.commit_seen = false;
-    kv->txn.mark_set = false; /* (a savepoint does not outlive its transaction) */
     yyc__kv_totals_committed(kv);
     if (kv->watch.on) yyc__kv_watch_committed(kv);
 }
@@ -88,7 +86,6 @@ static int on_commit(void *ctx) {
 static void on_rollback(void *ctx) {
     yyc_kv *kv = ctx;
     kv->txn.commit_seen = false; /* (a commit that failed is rolled back) */
-    kv->txn.mark_set = false;
     yyc__kv_totals_rolled_back(kv);
     if (kv->watch.on) yyc__kv_watch_rolled_back(kv);
 }
@@ -109,23 +106,5 @@ void yyc__kv_row_hook_resume(yyc_kv *kv) {
     if (kv->db && yyc__kv_row_hooks_available()) sqlite3_preupdate_hook(kv->db, on_row_change, kv);
     yyc__kv_totals_reset(kv, kv->totals.on);
 }
-
-void yyc__kv_rows_mark(yyc_kv *kv) {
-    yyc__kv_txn_settle(kv);
-    kv->txn.mark_set = true;
-    yyc__kv_totals_mark(kv);
-    if (kv->watch.on) yyc__kv_watch_mark(kv);
-}
-
-void yyc__kv_rows_rewind(yyc_kv *kv) {
-    if (!kv->txn.mark_set) {
-        yyc__kv_totals_statement_failed(kv); /* no mark to go back to: the totals are unsure */
-        return;
-    }
-    yyc__kv_totals_rewind(kv);
-    if (kv->watch.on) yyc__kv_watch_rewind(kv);
-}
-
-void yyc__kv_rows_unmark(yyc_kv *kv) { kv->txn.mark_set = false; }
 
 void yyc__kv_txn_statement_failed(yyc_kv *kv) { yyc__kv_totals_statement_failed(kv); }
