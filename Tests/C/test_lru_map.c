@@ -824,41 +824,6 @@ static void lru_map_nodes_freed_on_another_thread_go_back_to_the_map(void **stat
     pthread_cond_destroy(&f.cond);
 }
 
-/* yyc__lru_map_set_slab(false) (the memory cache with owned values): every node is malloc'd,
- * also after destroy and detach_all, and the map works as with cells. */
-static void lru_map_without_a_slab_mallocs_every_node(void **state) {
-    (void)state;
-    yyc__lru_map m;
-    yyc__lru_map_init(&m);
-    yyc__lru_map_set_slab(&m, false);
-    char key[16];
-    for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 100; i++) {
-            snprintf(key, sizeof key, "key%d", i);
-            assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 0, 0.0));
-        }
-        yyc__lru_node_free(yyc__lru_map_pop_tail(&m));
-        yyc__lru_map_remove(&m, m.head);
-        CHECKED(&m);
-        assert_int_equal(yyc__lru_map_testing_chunks(&m), 0);
-        assert_int_equal(m.big_count, 98);
-        if (round == 0) {
-            void *table = NULL;
-            yyc__lru_node *list = yyc__lru_map_detach_all(&m, &table);
-            free(table);
-            while (list) {
-                yyc__lru_node *next = list->next;
-                yyc__lru_node_free(list);
-                list = next;
-            }
-        }
-    }
-    yyc__lru_map_destroy(&m);
-    ins(&m, "after destroy", 0);
-    assert_int_equal(yyc__lru_map_testing_chunks(&m), 0);
-    yyc__lru_map_destroy(&m);
-}
-
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lru_map_inline_values_follow_the_key_aligned),
     cmocka_unit_test(lru_map_starts_empty),
@@ -881,7 +846,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lru_map_freed_cells_are_reused_before_chunks_are_added),
     cmocka_unit_test(lru_map_handed_out_nodes_outlive_the_map),
     cmocka_unit_test(lru_map_nodes_freed_on_another_thread_go_back_to_the_map),
-    cmocka_unit_test(lru_map_without_a_slab_mallocs_every_node),
 };
 
 YYC_TEST_MAIN(tests)

@@ -380,7 +380,6 @@ static void reset_keeping_seed(yyc__lru_map *m) {
     uint64_t seed = m->seed, hseed = m->hseed;
     uint32_t value_size = m->value_size, value_align = m->value_align;
     yyc__policy policy = m->policy;
-    bool no_slab = m->no_slab;
     size_t lim_count = m->lim_count, lim_cost = m->lim_cost;
     uint64_t rng = m->tl.rng;
     yyc__ghost_destroy(&m->ghost);
@@ -394,12 +393,6 @@ static void reset_keeping_seed(yyc__lru_map *m) {
     m->value_align = value_align;
     m->policy = policy;
     m->tl.rng = rng;
-    m->no_slab = no_slab;
-}
-
-void yyc__lru_map_set_slab(yyc__lru_map *m, bool slab) {
-    assert(m->count == 0 && !m->slab);
-    m->no_slab = !slab;
 }
 
 void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy) {
@@ -738,7 +731,7 @@ yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
                                    size_t cost, double time) {
     if (key_len > UINT32_MAX) return NULL; /* before hashing: the key is never read */
-    yyc__lru_node *n = new_node(m, m->no_slab ? NULL : &m->slab, key, key_len);
+    yyc__lru_node *n = new_node(m, &m->slab, key, key_len);
     if (!n) return NULL;
     n->value = value;
     n->cost = cost;
@@ -757,7 +750,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
-    n = new_node(m, m->no_slab ? NULL : &m->slab, key, key_len);
+    n = new_node(m, &m->slab, key, key_len);
     if (!n) return NULL;
     if (!add_node(m, n, h, -1)) {
         drop_node(m, n);
@@ -1327,7 +1320,7 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     if (tinylfu) to_main = tl_before_insert(m, h);
     if (m->count > 0 && m->count >= count_limit)
         *evicted = evict_pending(m, count_limit, cost_limit, true, tinylfu && !m->tl.by_cost);
-    n = new_node(m, m->no_slab ? NULL : &m->slab, key, key_len);
+    n = new_node(m, &m->slab, key, key_len);
     if (!n) return NULL;
     if (!add_node(m, n, h, ghost_hit)) {
         drop_node(m, n);
@@ -1567,14 +1560,13 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         CHECK(yyc__lru_map_find(m, n->key, n->key_len) == n); /* no duplicate key before n */
         size_t bytes = node_bytes(m, n->key_len);
         if (n->cell) CHECK(yyc__slab_check_cell(m->slab, n, n->cell, bytes));
-        else CHECK((m->no_slab || bytes > YYC__SLAB_MAX_CELL) && ++big <= m->big_count);
+        else CHECK(bytes > YYC__SLAB_MAX_CELL && ++big <= m->big_count);
         prev = n;
     }
     CHECK(prev == m->tail);
     CHECK(n_list == m->count);
     CHECK(lo == m->cost_lo && hi == m->cost_hi);
     CHECK(big == m->big_count);
-    CHECK(!m->no_slab || !m->slab);
     if (!yyc__slab_check(m->slab, m->count - m->big_count)) return false;
     /* Every slot is well formed; both tables hold exactly count entries. */
     size_t entries = 0;

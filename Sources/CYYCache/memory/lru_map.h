@@ -6,12 +6,12 @@
  * most recently used, tail = least recently used. One cell per entry: the node with the key
  * bytes inline, carved by the map from its own chunked arrays (memory/cell_slab.h: size classes
  * of 64 to 256 bytes in 16-byte steps; a node of a key of up to 16 bytes, with no inline value
- * beyond the value field, is one 64-byte-aligned cache line); a larger node is malloc'd (every
- * node, after yyc__lru_map_set_slab(m, false)). Keys are arbitrary byte strings (zero length
- * and NUL bytes allowed, at most UINT32_MAX bytes). Insert, find, move-to-head, unlink and
- * pop-tail are O(1); the table doubles with the entry count (and halves when pop_tail leaves
- * it 1/8 full), and rehashes incrementally (a few slots per mutating call), so no call stalls on
- * a full rehash (which, at a million entries, would hold the owner's lock for milliseconds).
+ * beyond the value field, is one 64-byte-aligned cache line); a larger node is malloc'd. Keys are
+ * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes). Insert,
+ * find, move-to-head, unlink and pop-tail are O(1); the table doubles with the entry count (and
+ * halves when pop_tail leaves it 1/8 full), and rehashes incrementally (a few slots per mutating
+ * call), so no call stalls on a full rehash (which, at a million entries, would hold the owner's
+ * lock for milliseconds).
  *
  * A table slot is 8 bytes: the node pointer, the entry's distance from its home slot and a
  * 13-bit tag of hash bits. A lookup reads slots until the tag matches and only then touches a
@@ -179,9 +179,8 @@ typedef struct yyc__lru_node {
  *     migrate_pos passes old_mask, old is freed.
  *   - every node is in exactly one slot of the two tables and on the LRU list exactly once; no
  *     other node is in either.
- *   - cells: unless no_slab, a node of at most YYC__SLAB_MAX_CELL bytes (key, inline value)
- *     is a live cell of slab of its size's class (cell != 0); the others are malloc'd
- *     (cell == 0; with no_slab the slab is NULL); big_count
+ *   - cells: a node of at most YYC__SLAB_MAX_CELL bytes (key, inline value) is a live cell of
+ *     slab of its size's class (cell != 0), a larger one is malloc'd (cell == 0); big_count
  *     is the number of malloc'd nodes, so the slab holds count - big_count live cells, and
  *     its own invariants hold with that count (free lists hold only free cells; every carved
  *     cell is live, free, returned or handed out: yyc__slab_check).
@@ -288,7 +287,6 @@ typedef struct yyc__lru_map {
     yyc__tinylfu tl;        /* TinyLFU (main_head is its first main node) */
     struct yyc__slab *slab; /* the nodes' cells (NULL until the first node of a slab class) */
     size_t big_count;       /* nodes of the map that are malloc'd (cell == 0) */
-    bool no_slab;           /* every node is malloc'd (yyc__lru_map_set_slab); fixed */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -358,11 +356,6 @@ static inline void yyc__lru_map_move_to_head(yyc__lru_map *m, yyc__lru_node *n) 
     m->head->prev_bits = (uintptr_t)n;
     m->head = n;
 }
-
-/* Whether new nodes are cells of the map's slab (true: the default) or each malloc'd (false:
- * a node then usually lands next to what its caller allocated just before, e.g. the value it
- * points to). Only while the map holds no node (asserted); destroy and detach_all keep it. */
-void yyc__lru_map_set_slab(yyc__lru_map *m, bool slab);
 
 /* Sets the eviction policy. Only while the map is empty (asserted); forgets the ghost queue. */
 void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy);

@@ -82,13 +82,6 @@ static int new_cache(const yyc_value_callbacks *cb, const yyc_inline_value_type 
         if (cb) c->cb = *cb;
         c->garbage_stride = sizeof(void *);
         yyc__lru_map_init(&c->map);
-        /* Owned values: every get retains the value under the lock, so it reads the value's
-         * line too. A value is usually allocated just before its set, and a malloc'd node then
-         * lands next to it (often in the same 128-byte pair of lines the L2 prefetches as
-         * one): slab cells, far from the values, measured 2.64 -> 2.90 misses per random get
-         * (callgrind, 128-byte last-level lines). See the notes of 2026-12-02 in
-         * Benchmarks/results. */
-        if (c->cb.retain) yyc__lru_map_set_slab(&c->map, false);
     }
 #ifdef YYC_TESTING
     yyc__mc_lock(c);
