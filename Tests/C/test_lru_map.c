@@ -4,8 +4,6 @@
  */
 #include "test_support.h"
 
-#include <pthread.h>
-
 #include "memory/lru_map.h"
 
 #define CHECKED(m) assert_true(yyc__lru_map_check(m))
@@ -655,175 +653,6 @@ static void lru_map_inline_values_follow_the_key_aligned(void **state) {
     }
 }
 
-/* Nodes live in the map's slab (memory/cell_slab.h): a node of a short key is one whole cache
- * line, whatever the key's length up to 16 bytes, also with a pointer-sized inline value. */
-static void lru_map_a_node_of_a_short_key_is_one_aligned_cache_line(void **state) {
-    (void)state;
-    yyc__lru_map plain, with_value;
-    yyc__lru_map_init(&plain);
-    yyc__lru_map_init_inline(&with_value, 4, 4);
-    const char key[17] = "0123456789abcdef";
-    for (size_t len = 0; len <= 16; len++) {
-        yyc__lru_node *a = yyc__lru_map_insert(&plain, key, len, NULL, 0, 0.0);
-        yyc__lru_node *b = yyc__lru_map_insert(&with_value, key, len, NULL, 0, 0.0);
-        assert_non_null(a);
-        assert_non_null(b);
-        assert_int_equal((uintptr_t)a % 64, 0);
-        assert_int_equal((uintptr_t)b % 64, 0);
-        assert_true(offsetof(yyc__lru_node, key) + len <= 64);
-    }
-    CHECKED(&plain);
-    CHECKED(&with_value);
-    yyc__lru_map_destroy(&plain);
-    yyc__lru_map_destroy(&with_value);
-}
-
-/* A map that removes as much as it inserts reuses the cells it gave back (by remove, or by
- * yyc__lru_node_free of a node it handed out) before it adds a chunk; nodes too large for a
- * cell are malloc'd beside them. */
-static void lru_map_freed_cells_are_reused_before_chunks_are_added(void **state) {
-    (void)state;
-    yyc__lru_map m;
-    yyc__lru_map_init(&m);
-    char key[400];
-    memset(key, 'k', sizeof key);
-    for (int i = 0; i < 100; i++) {
-        snprintf(key, 16, "key%d", i);
-        assert_non_null(yyc__lru_map_insert(&m, key, 16 + (size_t)(i % 3) * 150, NULL, 0, 0.0));
-    }
-    CHECKED(&m);
-    size_t chunks = yyc__lru_map_testing_chunks(&m);
-    assert_true(chunks >= 1);
-    for (int round = 0; round < 50; round++) {
-        for (int i = 0; i < 100; i++) {
-            if (i % 2) yyc__lru_map_remove(&m, m.tail);
-            else yyc__lru_node_free(yyc__lru_map_pop_tail(&m));
-        }
-        CHECKED(&m);
-        for (int i = 0; i < 100; i++) {
-            snprintf(key, 16, "key%d", i);
-            assert_non_null(yyc__lru_map_insert(&m, key, 16 + (size_t)(i % 3) * 150, NULL, 0, 0.0));
-        }
-        CHECKED(&m);
-        assert_int_equal(yyc__lru_map_testing_chunks(&m), chunks);
-    }
-    yyc__lru_map_destroy(&m);
-}
-
-/* Nodes handed out (detach_all, pop_tail) belong to the caller: they stay readable after the
- * map is destroyed or reused, until yyc__lru_node_free (the memory cache releases them later,
- * on its worker). Under the asan preset a cell freed with the map is a use after free here. */
-static void lru_map_handed_out_nodes_outlive_the_map(void **state) {
-    (void)state;
-    yyc__lru_map m;
-    yyc__lru_map_init(&m);
-    char key[32];
-    for (int i = 0; i < 3000; i++) {
-        snprintf(key, sizeof key, "key%d", i);
-        assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, (size_t)i, 0.0));
-    }
-    yyc__lru_node *popped = yyc__lru_map_pop_tail(&m); /* key0 */
-    void *table = NULL;
-    yyc__lru_node *list = yyc__lru_map_detach_all(&m, &table);
-    free(table);
-    for (int i = 0; i < 100; i++) { /* reused: a new slab */
-        snprintf(key, sizeof key, "new%d", i);
-        assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 0, 0.0));
-    }
-    CHECKED(&m);
-    yyc__lru_map_destroy(&m);
-    assert_int_equal(popped->key_len, 4);
-    assert_memory_equal(popped->key, "key0", 4);
-    yyc__lru_node_free(popped);
-    int expect = 2999;
-    while (list) {
-        yyc__lru_node *next = list->next;
-        snprintf(key, sizeof key, "key%d", expect);
-        assert_int_equal(list->key_len, strlen(key));
-        assert_memory_equal(list->key, key, list->key_len);
-        assert_int_equal(list->cost, (size_t)expect);
-        yyc__lru_node_free(list);
-        list = next;
-        expect--;
-    }
-    assert_int_equal(expect, 0);
-}
-
-/* The release worker frees handed-out nodes with no lock while the map's owner keeps working:
- * the cells come back to the map (it stops adding chunks) and every invariant holds. */
-typedef struct {
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    yyc__lru_node *garbage; /* chained through next */
-    bool busy;              /* the worker is freeing a list it took */
-    bool done;
-} freer;
-
-static void *free_garbage(void *arg) {
-    freer *f = arg;
-    pthread_mutex_lock(&f->lock);
-    for (;;) {
-        while (!f->garbage && !f->done) pthread_cond_wait(&f->cond, &f->lock);
-        yyc__lru_node *list = f->garbage;
-        f->garbage = NULL;
-        if (f->done && !list) break;
-        f->busy = true;
-        pthread_mutex_unlock(&f->lock);
-        while (list) { /* no lock held: as yyc__mc_release_list */
-            yyc__lru_node *next = list->next;
-            yyc__lru_node_free(list);
-            list = next;
-        }
-        pthread_mutex_lock(&f->lock);
-        f->busy = false;
-        pthread_cond_broadcast(&f->cond);
-    }
-    pthread_mutex_unlock(&f->lock);
-    return NULL;
-}
-
-static void lru_map_nodes_freed_on_another_thread_go_back_to_the_map(void **state) {
-    (void)state;
-    freer f = {.garbage = NULL, .busy = false, .done = false};
-    pthread_mutex_init(&f.lock, NULL);
-    pthread_cond_init(&f.cond, NULL);
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, free_garbage, &f), 0);
-    yyc__lru_map m;
-    yyc__lru_map_init(&m);
-    char key[32];
-    size_t most_chunks = 0;
-    for (int i = 0; i < 200000; i++) {
-        snprintf(key, sizeof key, "key%d", i);
-        assert_non_null(yyc__lru_map_insert(&m, key, strlen(key), NULL, 0, 0.0));
-        if (yyc__lru_map_count(&m) > 500) {
-            yyc__lru_node *n = yyc__lru_map_pop_tail(&m);
-            pthread_mutex_lock(&f.lock);
-            n->next = f.garbage;
-            f.garbage = n;
-            pthread_cond_broadcast(&f.cond);
-            /* every 1000 nodes, wait for the worker: at most 1500 cells are ever carved */
-            while (i % 1000 == 0 && (f.garbage || f.busy)) pthread_cond_wait(&f.cond, &f.lock);
-            pthread_mutex_unlock(&f.lock);
-        }
-        if (i % 10000 == 0) CHECKED(&m);
-        size_t chunks = yyc__lru_map_testing_chunks(&m);
-        if (chunks > most_chunks) most_chunks = chunks;
-    }
-    pthread_mutex_lock(&f.lock);
-    f.done = true;
-    pthread_cond_broadcast(&f.cond);
-    pthread_mutex_unlock(&f.lock);
-    pthread_join(t, NULL);
-    CHECKED(&m);
-    /* At most 1500 cells in use at a time: 5 chunks (4 KiB doubling to 64 KiB); one cell per
-     * insert would take 200000 cells, over 50 chunks. */
-    assert_true(most_chunks <= 5);
-    yyc__lru_map_destroy(&m);
-    pthread_mutex_destroy(&f.lock);
-    pthread_cond_destroy(&f.cond);
-}
-
 static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lru_map_inline_values_follow_the_key_aligned),
     cmocka_unit_test(lru_map_starts_empty),
@@ -842,10 +671,6 @@ static const struct CMUnitTest tests[] = {
     cmocka_unit_test(lru_map_operations_during_migration_find_every_key),
     cmocka_unit_test(lru_map_hash_depends_on_seed_and_every_byte),
     cmocka_unit_test(lru_map_random_operations_match_model),
-    cmocka_unit_test(lru_map_a_node_of_a_short_key_is_one_aligned_cache_line),
-    cmocka_unit_test(lru_map_freed_cells_are_reused_before_chunks_are_added),
-    cmocka_unit_test(lru_map_handed_out_nodes_outlive_the_map),
-    cmocka_unit_test(lru_map_nodes_freed_on_another_thread_go_back_to_the_map),
 };
 
 YYC_TEST_MAIN(tests)

@@ -17,8 +17,7 @@
 static bool start_resize(yyc__lru_map *m, size_t new_slots, bool growing);
 static bool grow_if_needed(yyc__lru_map *m);
 static void shrink_if_sparse(yyc__lru_map *m);
-static yyc__lru_node *new_node(const yyc__lru_map *m, yyc__slab **slab, const void *key,
-                               size_t key_len);
+static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t key_len);
 static void link_head(yyc__lru_map *m, yyc__lru_node *n);
 static void link_before(yyc__lru_map *m, yyc__lru_node *n, yyc__lru_node *at);
 static void list_remove(yyc__lru_map *m, yyc__lru_node *n);
@@ -355,8 +354,6 @@ void yyc__lru_map_init(yyc__lru_map *m) {
 }
 
 #ifdef YYC_TESTING
-size_t yyc__lru_map_testing_chunks(const yyc__lru_map *m) { return yyc__slab_chunks(m->slab); }
-
 void yyc__lru_map_testing_seed(yyc__lru_map *m, uint64_t seed) {
     assert(m->count == 0);
     m->seed = seed;
@@ -410,11 +407,12 @@ void yyc__lru_map_set_policy(yyc__lru_map *m, yyc__policy policy) {
 }
 
 void yyc__lru_map_destroy(yyc__lru_map *m) {
-    for (yyc__lru_node *n = m->big_count ? m->head : NULL, *next; n; n = next) {
-        next = n->next;
-        if (!n->cell) free(n); /* the cells go with the slab */
+    yyc__lru_node *n = m->head;
+    while (n) {
+        yyc__lru_node *next = n->next;
+        free(n);
+        n = next;
     }
-    yyc__slab_release(m->slab, 0);
     free(m->slots);
     free(m->old);
     reset_keeping_seed(m);
@@ -549,60 +547,31 @@ static atomic_int fail_allocs;
 void yyc__lru_testing_fail_allocs(int n) { fail_allocs = n; }
 #endif
 
-/* Bytes of a node with a key of key_len (<= UINT32_MAX) bytes in m's layout; SIZE_MAX if that
- * does not fit a size_t. */
-static size_t node_bytes(const yyc__lru_map *m, size_t key_len) {
-    size_t size = offsetof(yyc__lru_node, key) + key_len;
-    if (m->value_size && !yyc__lru_value_in_field(m->value_size, m->value_align)) {
-        if (key_len > SIZE_MAX - sizeof(yyc__lru_node) - 2 * YYC__LRU_MAX_VALUE_SIZE)
-            return SIZE_MAX;
-        size = yyc__lru_value_offset(key_len, m->value_size, m->value_align) + m->value_size;
-    }
-    return size < sizeof(yyc__lru_node) ? sizeof(yyc__lru_node) : size;
-}
-
-/* Gives back a node that is not in the table and was never handed to a caller. */
-static void drop_node(yyc__lru_map *m, yyc__lru_node *n) {
-    if (n->cell) yyc__slab_free_local(m->slab, n, n->cell);
-    else free(n);
-}
-
-/* A node that leaves the map for the caller: its cell is now counted as handed out (freed by
- * yyc__lru_node_free, on any thread). */
-static inline void hand_out(yyc__lru_map *m, yyc__lru_node *n) {
-    if (n && n->cell) yyc__slab_hand_out(m->slab, 1);
-}
-
-/* A new node for key (links NULL, value NULL, cost and time 0): a cell of *slab when it fits
- * one, else (or when slab is NULL) malloc'd. NULL if memory ran out or the key is too long. */
-static yyc__lru_node *new_node(const yyc__lru_map *m, yyc__slab **slab, const void *key,
-                               size_t key_len) {
+static yyc__lru_node *new_node(const yyc__lru_map *m, const void *key, size_t key_len) {
     if (key_len > UINT32_MAX) return NULL;
 #ifdef YYC_TESTING
     for (int left = atomic_load(&fail_allocs); left > 0;)
         if (atomic_compare_exchange_weak(&fail_allocs, &left, left - 1)) return NULL;
 #endif
-    size_t size = node_bytes(m, key_len);
-    if (size == SIZE_MAX) return NULL;
-    void *p = NULL;
-    uint32_t cell = 0;
-    if (slab && size <= YYC__SLAB_MAX_CELL) {
-        if (!(p = yyc__slab_alloc(slab, size, &cell))) return NULL;
-    } else {
-        /* 16-byte alignment (the slot drops the pointer's low 4 bits): malloc's where it
-         * aligns to 16 (glibc on LP64), else posix_memalign. */
-#if defined(__BIGGEST_ALIGNMENT__) && __BIGGEST_ALIGNMENT__ >= 16 && defined(__GLIBC__)
-        p = malloc(size);
-        if (!p) return NULL;
-#else
-        if (posix_memalign(&p, 16, size) != 0) return NULL;
-#endif
+    size_t size = offsetof(yyc__lru_node, key) + key_len;
+    if (m->value_size && !yyc__lru_value_in_field(m->value_size, m->value_align)) {
+        if (key_len > SIZE_MAX - sizeof(yyc__lru_node) - 2 * YYC__LRU_MAX_VALUE_SIZE) return NULL;
+        size = yyc__lru_value_offset(key_len, m->value_size, m->value_align) + m->value_size;
     }
+    if (size < sizeof(yyc__lru_node)) size = sizeof(yyc__lru_node);
+    /* 16-byte alignment (the slot drops the pointer's low 4 bits): malloc's where it aligns
+     * to 16 (glibc on LP64), else posix_memalign. */
+    void *p = NULL;
+#if defined(__BIGGEST_ALIGNMENT__) && __BIGGEST_ALIGNMENT__ >= 16 && defined(__GLIBC__)
+    p = malloc(size);
+    if (!p) return NULL;
+#else
+    if (posix_memalign(&p, 16, size) != 0) return NULL;
+#endif
     yyc__lru_node *n = p;
     if (((uint64_t)(uintptr_t)n >> (PTR_FIELD_BITS + 4)) || ((uintptr_t)n & 15)) {
         /* cannot be encoded in a slot */
-        if (cell) yyc__slab_free_local(*slab, n, cell);
-        else free(n);
+        free(n);
         return NULL;
     }
     n->prev_bits = 0;
@@ -611,7 +580,6 @@ static yyc__lru_node *new_node(const yyc__lru_map *m, yyc__slab **slab, const vo
     n->cost = 0;
     n->time = 0.0;
     n->key_len = (uint32_t)key_len;
-    n->cell = cell;
     if (key_len) memcpy(n->key, key, key_len);
     return n;
 }
@@ -718,7 +686,6 @@ static bool add_node(yyc__lru_map *m, yyc__lru_node *n, uint64_t h, int ghost_hi
         }
     }
     m->count++;
-    if (!n->cell) m->big_count++;
     cost_add(m, n->cost);
     return true;
 }
@@ -731,13 +698,13 @@ yyc__lru_node *yyc__lru_map_find(const yyc__lru_map *m, const void *key, size_t 
 yyc__lru_node *yyc__lru_map_insert(yyc__lru_map *m, const void *key, size_t key_len, void *value,
                                    size_t cost, double time) {
     if (key_len > UINT32_MAX) return NULL; /* before hashing: the key is never read */
-    yyc__lru_node *n = new_node(m, &m->slab, key, key_len);
+    yyc__lru_node *n = new_node(m, key, key_len);
     if (!n) return NULL;
     n->value = value;
     n->cost = cost;
     n->time = time;
     if (!add_node(m, n, map_hash(m, key, key_len), -1)) {
-        drop_node(m, n);
+        free(n);
         return NULL;
     }
     return n;
@@ -750,10 +717,10 @@ yyc__lru_node *yyc__lru_map_find_or_insert(yyc__lru_map *m, const void *key, siz
     uint64_t h = map_hash(m, key, key_len);
     yyc__lru_node *n = find_hashed(m, key, key_len, h);
     if (n) return n;
-    n = new_node(m, &m->slab, key, key_len);
+    n = new_node(m, key, key_len);
     if (!n) return NULL;
     if (!add_node(m, n, h, -1)) {
-        drop_node(m, n);
+        free(n);
         return NULL;
     }
     *inserted = true;
@@ -786,7 +753,6 @@ static void unlink_from_list(yyc__lru_map *m, yyc__lru_node *n) {
         sum_sub(&m->small_cost_lo, &m->small_cost_hi, n->cost);
     }
     m->count--;
-    if (!n->cell) m->big_count--;
     cost_sub(m, n->cost);
     n->next = NULL;
     n->prev_bits = 0;
@@ -811,7 +777,6 @@ static void unlink_hashed(yyc__lru_map *m, yyc__lru_node *n, uint64_t h) {
 
 void yyc__lru_map_unlink(yyc__lru_map *m, yyc__lru_node *n) {
     unlink_node(m, n);
-    hand_out(m, n);
     migrate_some(m);
 }
 
@@ -831,22 +796,19 @@ yyc__lru_node *yyc__lru_map_unlink_key(yyc__lru_map *m, const void *key, size_t 
     yyc__lru_node *n = slot_node(v.t[pos]);
     erase_slot(m, &v, pos);
     unlink_from_list(m, n);
-    hand_out(m, n);
     migrate_some(m);
     return n;
 }
 
 void yyc__lru_map_remove(yyc__lru_map *m, yyc__lru_node *n) {
-    unlink_node(m, n);
-    migrate_some(m);
-    drop_node(m, n);
+    yyc__lru_map_unlink(m, n);
+    free(n);
 }
 
 yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m) {
     yyc__lru_node *n = m->tail;
     if (n) {
         unlink_node(m, n);
-        hand_out(m, n);
         migrate_some(m);
         shrink_if_sparse(m); /* evictions (trims) give memory back; removals by key do not */
     }
@@ -1285,7 +1247,6 @@ static yyc__lru_node *evict_pending(yyc__lru_map *m, size_t count_limit, size_t 
         m->tl.denied = false;
     }
     unlink_hashed(m, n, h);
-    hand_out(m, n);
     if (to_ghost) { /* 9 C / 10 hashes (9 / 10 of the count when C is a cost) */
         bool by_cost;
         size_t cap = s3_capacity(m, &by_cost);
@@ -1320,10 +1281,10 @@ yyc__lru_node *yyc__lru_map_find_or_insert_within(yyc__lru_map *m, const void *k
     if (tinylfu) to_main = tl_before_insert(m, h);
     if (m->count > 0 && m->count >= count_limit)
         *evicted = evict_pending(m, count_limit, cost_limit, true, tinylfu && !m->tl.by_cost);
-    n = new_node(m, &m->slab, key, key_len);
+    n = new_node(m, key, key_len);
     if (!n) return NULL;
     if (!add_node(m, n, h, ghost_hit)) {
-        drop_node(m, n);
+        free(n);
         return NULL;
     }
     if (to_main) { /* back from the ghost queue: to main, and scored (see lru_map.h) */
@@ -1355,15 +1316,12 @@ yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table) {
     yyc__lru_node *list = m->head;
     *out_table = m->slots;
     free(m->old); /* rare: only while a resize is under way */
-    yyc__slab *slab = m->slab;
-    size_t handed = m->count - m->big_count;
     reset_keeping_seed(m);
-    yyc__slab_release(slab, handed); /* the list's cells are the caller's now */
     return list;
 }
 
 yyc__lru_node *yyc__lru_map_copy_node(const yyc__lru_map *m, const yyc__lru_node *n) {
-    yyc__lru_node *copy = new_node(m, NULL, n->key, n->key_len); /* malloc'd: in no map */
+    yyc__lru_node *copy = new_node(m, n->key, n->key_len);
     if (!copy) return NULL;
     copy->value = n->value;
     copy->cost = n->cost;
@@ -1375,11 +1333,7 @@ yyc__lru_node *yyc__lru_map_copy_node(const yyc__lru_map *m, const yyc__lru_node
     return copy;
 }
 
-void yyc__lru_node_free(yyc__lru_node *node) {
-    if (!node) return;
-    if (node->cell) yyc__slab_free_remote(node, node->cell);
-    else free(node);
-}
+void yyc__lru_node_free(yyc__lru_node *node) { free(node); }
 
 /* --- invariant checker --- */
 
@@ -1549,7 +1503,7 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         CHECK(!m->migrate_rehash);
     }
     /* Walk the list: links both ways, count, cost sum, and each node findable. */
-    size_t n_list = 0, lo = 0, hi = 0, big = 0;
+    size_t n_list = 0, lo = 0, hi = 0;
     const yyc__lru_node *prev = NULL;
     for (const yyc__lru_node *n = m->head; n; n = n->next) {
         CHECK(prev_of(n) == prev);
@@ -1558,16 +1512,11 @@ bool yyc__lru_map_check(const yyc__lru_map *m) {
         lo += n->cost;
         if (lo < n->cost) hi++;
         CHECK(yyc__lru_map_find(m, n->key, n->key_len) == n); /* no duplicate key before n */
-        size_t bytes = node_bytes(m, n->key_len);
-        if (n->cell) CHECK(yyc__slab_check_cell(m->slab, n, n->cell, bytes));
-        else CHECK(bytes > YYC__SLAB_MAX_CELL && ++big <= m->big_count);
         prev = n;
     }
     CHECK(prev == m->tail);
     CHECK(n_list == m->count);
     CHECK(lo == m->cost_lo && hi == m->cost_hi);
-    CHECK(big == m->big_count);
-    if (!yyc__slab_check(m->slab, m->count - m->big_count)) return false;
     /* Every slot is well formed; both tables hold exactly count entries. */
     size_t entries = 0;
     if (m->slots) {

@@ -3,15 +3,12 @@
  *
  * An open-addressing hash table (Robin Hood linear probing, seeded 64-bit wyhash-style hash)
  * whose nodes are also threaded onto an intrusive doubly linked list in access order: head =
- * most recently used, tail = least recently used. One cell per entry: the node with the key
- * bytes inline, carved by the map from its own chunked arrays (memory/cell_slab.h: size classes
- * of 64 to 256 bytes in 16-byte steps; a node of a key of up to 16 bytes, with no inline value
- * beyond the value field, is one 64-byte-aligned cache line); a larger node is malloc'd. Keys are
- * arbitrary byte strings (zero length and NUL bytes allowed, at most UINT32_MAX bytes). Insert,
- * find, move-to-head, unlink and pop-tail are O(1); the table doubles with the entry count (and
- * halves when pop_tail leaves it 1/8 full), and rehashes incrementally (a few slots per mutating
- * call), so no call stalls on a full rehash (which, at a million entries, would hold the owner's
- * lock for milliseconds).
+ * most recently used, tail = least recently used. One allocation per entry: the node with the
+ * key bytes inline. Keys are arbitrary byte strings (zero length and NUL bytes allowed, at most
+ * UINT32_MAX bytes). Insert, find, move-to-head, unlink and pop-tail are O(1); the table doubles
+ * with the entry count (and halves when pop_tail leaves it 1/8 full), and rehashes
+ * incrementally (a few slots per mutating call), so no call stalls on a full rehash (which, at a
+ * million entries, would hold the owner's lock for milliseconds).
  *
  * A table slot is 8 bytes: the node pointer, the entry's distance from its home slot and a
  * 13-bit tag of hash bits. A lookup reads slots until the tag matches and only then touches a
@@ -100,15 +97,11 @@
  * Ownership: the map owns its nodes and its slot array; it never touches the values (they are
  * opaque pointers, or inline bytes, owned by the caller).
  *
- * A node returned by unlink / pop_tail / evict / expire_step / detach_all is owned by the
- * caller, who frees it with yyc__lru_node_free (after using its value), on any thread and with
- * no lock, also after the map was destroyed or reused: its cell goes back to the map's slab,
- * which lives until the map and every such node have let go of it (see cell_slab.h). Cells are
- * reused by the map, not given back to malloc one by one: the memory of a trim stays with the
- * map until it is destroyed, or emptied by detach_all and the detached nodes freed.
+ * A node returned by unlink / pop_tail / detach_all is owned by the caller, who frees it with
+ * yyc__lru_node_free (after using its value).
  *
  * Inline values: a map made with yyc__lru_map_init_inline carries value_size bytes of value per
- * node (still one cell per entry: node, key, value): in the node's value field when they
+ * node (still one allocation per entry: node, key, value): in the node's value field when they
  * fit there (at most pointer size and alignment), else after the key at value_align. The map
  * never reads or writes those bytes (a new node's are uninitialized, its value field NULL); the
  * caller reaches them with yyc__lru_node_value.
@@ -131,12 +124,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "memory/cell_slab.h"
 #include "memory/s3fifo_ghost.h"
 #include "memory/tinylfu_sketch.h"
 
-/* One entry: 48 bytes + key on LP64 (a node with a key of up to 16 bytes is one 64-byte cell),
- * + padding and value_size bytes in a map with inline values larger than a pointer.
+/* One entry: 44 bytes + key on LP64 (a node with a key of up to 12 bytes is one 64-byte malloc
+ * chunk), + padding and value_size bytes in a map with inline values larger than a pointer.
  * The list links belong to the map: read next (to iterate: n = map.head; n; n = n->next) and
  * prev only through yyc__lru_node_prev, never write them. value, time and the key bytes may be
  * read; value and time may be written by the caller (the map never reads them). Change cost
@@ -151,8 +143,6 @@ typedef struct yyc__lru_node {
     size_t cost;                /* counted in the map's total cost */
     double time;                /* caller's timestamp (memory cache: monotonic seconds) */
     uint32_t key_len;           /* bytes in key */
-    uint32_t cell;              /* private: the node's offset in its slab chunk (cell_slab.h);
-                                 * 0: a node of its own malloc (large, or a copy) */
     unsigned char key[];        /* the key, copied; not NUL-terminated */
 } yyc__lru_node;
 
@@ -179,11 +169,6 @@ typedef struct yyc__lru_node {
  *     migrate_pos passes old_mask, old is freed.
  *   - every node is in exactly one slot of the two tables and on the LRU list exactly once; no
  *     other node is in either.
- *   - cells: a node of at most YYC__SLAB_MAX_CELL bytes (key, inline value) is a live cell of
- *     slab of its size's class (cell != 0), a larger one is malloc'd (cell == 0); big_count
- *     is the number of malloc'd nodes, so the slab holds count - big_count live cells, and
- *     its own invariants hold with that count (free lists hold only free cells; every carved
- *     cell is live, free, returned or handed out: yyc__slab_check).
  *   - head->prev == NULL, tail->next == NULL, and for every node n: n->next->prev == n and
  *     n->prev->next == n when those neighbours exist; head == NULL iff tail == NULL iff
  *     count == 0.
@@ -279,14 +264,12 @@ typedef struct yyc__lru_map {
     size_t small_count;       /* S3-FIFO: entries in the small queue */
     size_t small_cost_lo;     /* S3-FIFO: exact cost sum of the small queue (as cost_lo/hi) */
     size_t small_cost_hi;
-    yyc__ghost ghost;       /* hashes of keys recently evicted from S3-FIFO's small queue, or of
-                             * candidates TinyLFU's admission refused */
-    size_t lim_count;       /* the owner's count limit as last given to evict (SIZE_MAX: none) */
-    size_t lim_cost;        /* the owner's cost limit as last given to evict (SIZE_MAX: none) */
-    bool s3_evicted;        /* S3-FIFO: evict ran since the map was last empty by detach/destroy */
-    yyc__tinylfu tl;        /* TinyLFU (main_head is its first main node) */
-    struct yyc__slab *slab; /* the nodes' cells (NULL until the first node of a slab class) */
-    size_t big_count;       /* nodes of the map that are malloc'd (cell == 0) */
+    yyc__ghost ghost; /* hashes of keys recently evicted from S3-FIFO's small queue, or of
+                       * candidates TinyLFU's admission refused */
+    size_t lim_count; /* the owner's count limit as last given to evict (SIZE_MAX: none) */
+    size_t lim_cost;  /* the owner's cost limit as last given to evict (SIZE_MAX: none) */
+    bool s3_evicted;  /* S3-FIFO: evict ran since the map was last empty by detach/destroy */
+    yyc__tinylfu tl;  /* TinyLFU (main_head is its first main node) */
 } yyc__lru_map;
 
 /* Largest inline value (bytes) and alignment a map accepts. */
@@ -322,8 +305,7 @@ static inline void *yyc__lru_node_value(yyc__lru_node *n, size_t value_size, siz
 }
 
 /* Frees every node and the slot array; the values are not touched (walk the list first to
- * release them). The map is left empty and reusable, as after init. O(1) unless some nodes are
- * malloc'd (big_count): the cells go with the slab. */
+ * release them). The map is left empty and reusable, as after init. */
 void yyc__lru_map_destroy(yyc__lru_map *m);
 
 /* The node holding key, or NULL. Does not change the LRU order. */
@@ -437,18 +419,17 @@ yyc__lru_node *yyc__lru_map_pop_tail(yyc__lru_map *m);
 /* Empties the map in O(1): returns the former list (head first, linked through next, ending in
  * NULL; owned by the caller, free each node with yyc__lru_node_free) and stores the former
  * slot array in *out_table (owned by the caller, free it with free(); may be NULL; a table
- * still being migrated from is freed here). The map is left as after init but keeps its seed;
- * it starts a new slab (the old one goes when the last detached node is freed). */
+ * still being migrated from is freed here). The map is left as after init but keeps its seed. */
 yyc__lru_node *yyc__lru_map_detach_all(yyc__lru_map *m, void **out_table);
 
-/* A new node that is in no map (malloc'd; owned by the caller, free it with yyc__lru_node_free)
- * with a copy of n's key, value field, inline value bytes (n must be a node of m or of a map with
- * the same layout), cost and time; its links are NULL and its policy bits 0. The value itself is
+/* A new node that is in no map (owned by the caller, free it with yyc__lru_node_free) with a
+ * copy of n's key, value field, inline value bytes (n must be a node of m or of a map with the
+ * same layout), cost and time; its links are NULL and its policy bits 0. The value itself is
  * not retained or copied by any callback: the bytes are just duplicated. NULL if memory ran
  * out. */
 yyc__lru_node *yyc__lru_map_copy_node(const yyc__lru_map *m, const yyc__lru_node *n);
 
-/* Frees a node that is not in any map (any thread, no lock needed). NULL is fine. */
+/* Frees a node that is not in any map. NULL is fine. */
 void yyc__lru_node_free(yyc__lru_node *node);
 
 /* Number of entries. */
@@ -467,12 +448,8 @@ uint64_t yyc__hash_bytes(const void *key, size_t len, uint64_t seed);
  * all hold; otherwise prints the first broken one to stderr and returns false. */
 bool yyc__lru_map_check(const yyc__lru_map *m);
 
-/* Makes the next n node allocations (of any map, from a slab or malloc) fail, as if memory ran
- * out. */
+/* Makes the next n node allocations (of any map) fail, as if memory ran out. */
 void yyc__lru_testing_fail_allocs(int n);
-
-/* The number of chunks of m's slab (0: none): tests see cells reused before chunks are added. */
-size_t yyc__lru_map_testing_chunks(const yyc__lru_map *m);
 
 /* Replaces the random seed of an empty map (before its policy is set), so that what depends on
  * it - the hash, TinyLFU's sketch and admission jitter - repeats from run to run. */
