@@ -128,8 +128,8 @@ int yyc__worker_async(yyc__queue queue, const void *owner, yyc__job_fn fn, void 
 
 /* yyc__worker_async, but the job joins the queue only `delay` seconds from now, so that what
  * happens meanwhile is done by that one job (the caller coalesces: at most one such job per
- * owner and purpose). Thread-safe. Drains run a delayed job at once; yyc__worker_wait_idle waits
- * for it. */
+ * owner and purpose); delay <= 0 is yyc__worker_async. Thread-safe. Drains run a delayed job at
+ * once; yyc__worker_wait_idle waits for it. */
 int yyc__worker_async_after(yyc__queue queue, const void *owner, yyc__job_fn fn, void *arg,
                             double delay);
 

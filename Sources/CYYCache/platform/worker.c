@@ -311,41 +311,42 @@ bool yyc__worker_is_current(void) { return current_queue != NULL; }
 
 /* --- jobs --- */
 
-int yyc__worker_async(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg) {
+/* Queues a job: to the FIFO when delay is not positive, else to the later list, due delay
+ * seconds from now. */
+static int enqueue(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg, double delay) {
     queue *q = queue_of(which);
     job *j = malloc(sizeof *j);
     if (!j) return YYC_ENOMEM;
     *j = (job){.owner = owner, .fn = fn, .arg = arg};
+    bool delayed = delay > 0;
+    if (delayed) j->due = yyc__monotonic_now() + delay;
     lock(q);
     if (!ensure_started_locked(q)) {
         unlock(q);
         free(j);
         return YYC_ENOMEM;
     }
-    append_locked(q, j);
-    pthread_cond_signal(&q->wake);
+    if (!delayed) {
+        append_locked(q, j);
+        pthread_cond_signal(&q->wake);
+    } else {
+        j->next = q->later;
+        q->later = j;
+        /* A thread that wakes before the job is due finds it then; only an earlier one is
+         * woken. */
+        if (j->due < q->sleep_until) pthread_cond_signal(&q->wake);
+    }
     unlock(q);
     return YYC_OK;
 }
 
+int yyc__worker_async(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg) {
+    return enqueue(which, owner, fn, arg, 0);
+}
+
 int yyc__worker_async_after(yyc__queue which, const void *owner, yyc__job_fn fn, void *arg,
                             double delay) {
-    queue *q = queue_of(which);
-    job *j = malloc(sizeof *j);
-    if (!j) return YYC_ENOMEM;
-    *j = (job){.owner = owner, .fn = fn, .arg = arg, .due = yyc__monotonic_now() + delay};
-    lock(q);
-    if (!ensure_started_locked(q)) {
-        unlock(q);
-        free(j);
-        return YYC_ENOMEM;
-    }
-    j->next = q->later;
-    q->later = j;
-    /* A thread that wakes before the job is due finds it then; only an earlier one is woken. */
-    if (j->due < q->sleep_until) pthread_cond_signal(&q->wake);
-    unlock(q);
-    return YYC_OK;
+    return enqueue(which, owner, fn, arg, delay);
 }
 
 /* Takes owner's queued jobs out of q, in order, then its delayed ones (run now: a drain does not
