@@ -290,7 +290,6 @@ static void drain_from_the_worker_thread_runs_jobs_inline(void **state) {
     assert_int_equal(atomic_load(&inner_ran), 5);
 }
 
-static atomic_int fired;
 /* --- delayed jobs --- */
 
 typedef struct stamp {
@@ -304,13 +303,20 @@ static void stamp_job(void *arg) {
     atomic_store(&s->at, yyc__monotonic_now());
 }
 
+/* Queues stamp_job(s) on the memory queue, delay seconds from now. */
+static void stamp_after(const void *owner, stamp *s, double delay) {
+    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, owner, stamp_job, s, delay),
+                     YYC_OK);
+}
+
+static void never_fires(void *arg) { (void)arg; }
+
 static void a_delayed_job_runs_on_the_worker_once_its_delay_has_passed(void **state) {
     (void)state;
     static int owner;
     stamp s = {0};
     double t0 = yyc__monotonic_now();
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
-                     YYC_OK);
+    stamp_after(&owner, &s, 0.05);
     assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30));
     assert_true(atomic_load(&s.at) - t0 >= 0.05);
     assert_true(atomic_load(&s.on_worker));
@@ -320,8 +326,7 @@ static void a_job_queued_after_a_delayed_one_does_not_wait_for_it(void **state) 
     (void)state;
     static int owner;
     stamp late = {0}, now = {0};
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &late, 3600),
-                     YYC_OK);
+    stamp_after(&owner, &late, 3600);
     assert_int_equal(yyc__worker_async(YYC__QUEUE_MEMORY, &owner, stamp_job, &now), YYC_OK);
     assert_true(WAIT_UNTIL(atomic_load(&now.at) != 0, 30));
     assert_true(atomic_load(&late.at) == 0);
@@ -334,10 +339,8 @@ static void drain_runs_only_its_owners_delayed_jobs(void **state) {
     (void)state;
     static int mine, other;
     stamp m = {0}, o = {0};
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &other, stamp_job, &o, 3600),
-                     YYC_OK);
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &mine, stamp_job, &m, 3600),
-                     YYC_OK);
+    stamp_after(&other, &o, 3600);
+    stamp_after(&mine, &m, 3600);
     yyc__worker_drain(&mine);
     assert_true(atomic_load(&m.at) != 0);
     assert_true(atomic_load(&o.at) == 0);
@@ -349,8 +352,7 @@ static void wait_idle_waits_for_delayed_jobs(void **state) {
     (void)state;
     static int owner;
     stamp s = {0};
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
-                     YYC_OK);
+    stamp_after(&owner, &s, 0.05);
     yyc__worker_wait_idle(YYC__QUEUE_MEMORY);
     assert_true(atomic_load(&s.at) != 0);
     assert_true(atomic_load(&s.on_worker));
@@ -361,11 +363,10 @@ static void a_delayed_job_due_before_the_next_timer_wakes_the_thread(void **stat
     (void)state;
     static int owner;
     yyc__timer *t;
-    assert_int_equal(yyc__timer_new(YYC__QUEUE_MEMORY, stamp_job, NULL, 3600, &t), YYC_OK);
+    assert_int_equal(yyc__timer_new(YYC__QUEUE_MEMORY, never_fires, NULL, 3600, &t), YYC_OK);
     usleep(20000); /* the thread now sleeps until the hour is over */
     stamp s = {0};
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.01),
-                     YYC_OK);
+    stamp_after(&owner, &s, 0.01);
     assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30));
     assert_true(atomic_load(&s.on_worker));
     yyc__timer_free(t);
@@ -375,8 +376,7 @@ static void a_fork_child_never_runs_its_parents_delayed_jobs(void **state) {
     (void)state;
     static int owner;
     stamp s = {0};
-    assert_int_equal(yyc__worker_async_after(YYC__QUEUE_MEMORY, &owner, stamp_job, &s, 0.05),
-                     YYC_OK);
+    stamp_after(&owner, &s, 0.05);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
@@ -391,6 +391,7 @@ static void a_fork_child_never_runs_its_parents_delayed_jobs(void **state) {
     assert_true(WAIT_UNTIL(atomic_load(&s.at) != 0, 30)); /* the parent's runs in the parent */
 }
 
+static atomic_int fired;
 static void tick(void *arg) {
     (void)arg;
     atomic_fetch_add(&fired, 1);
